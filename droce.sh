@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# droce's one entry point. Quick start (Debian 12, as root):
+#   ./droce.sh demo    set up, build, run the main job
+#   ./droce.sh test    set up, build, run every test; ends with "N passed, N failed"
+# Other subcommands: setup, build, bench.
+set -euo pipefail
+
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+cd "$top"
+BUILD=${DROCE_BUILD:-build}
+BUILD_ASAN=${DROCE_BUILD_ASAN:-build-asan}
+
+PACKAGES=(dpdk-dev libdpdk-dev meson ninja-build pkg-config libnuma-dev
+	libpcap-dev libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
+	perftest tshark python3-scapy clang libclang-rt-14-dev nftables
+	iproute2 python3 gcc)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+setup_packages() {
+	local missing=() p
+	for p in "${PACKAGES[@]}"; do
+		dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
+			grep -q 'install ok installed' || missing+=("$p")
+	done
+	[ ${#missing[@]} -eq 0 ] && return 0
+	log "installing: ${missing[*]}"
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "droce.sh: need root to install ${missing[*]}" >&2
+		exit 1
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	# tshark asks whether non-root users may capture: answer no.
+	echo 'wireshark-common wireshark-common/install-setuid boolean false' |
+		debconf-set-selections 2>/dev/null || true
+	apt-get update -q >/dev/null
+	apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# Reserve 2 MB hugepages and mount hugetlbfs. When that cannot be done,
+# say so and make every DPDK process of droce run with --no-huge.
+setup_hugepages() {
+	local want=${DROCE_HUGEPAGES:-1024} have
+	have=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+	if [ "$have" -lt "$want" ]; then
+		echo "$want" > /proc/sys/vm/nr_hugepages 2>/dev/null || true
+		have=$(cat /proc/sys/vm/nr_hugepages 2>/dev/null || echo 0)
+	fi
+	if ! grep -q ' /dev/hugepages hugetlbfs' /proc/mounts; then
+		mkdir -p /dev/hugepages 2>/dev/null || true
+		mount -t hugetlbfs none /dev/hugepages 2>/dev/null || true
+	fi
+	if [ "$have" -ge 256 ] && grep -q ' /dev/hugepages hugetlbfs' /proc/mounts; then
+		unset DROCE_NO_HUGE
+	else
+		log "hugepages unavailable ($have reserved): falling back to --no-huge"
+		export DROCE_NO_HUGE=1
+	fi
+}
+
+setup() {
+	setup_packages
+	setup_hugepages
+}
+
+configure() {
+	local dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" "$@" >/dev/null
+	fi
+}
+
+build() {
+	configure "$BUILD"
+	ninja -C "$BUILD"
+}
+
+build_asan() {
+	# One configuration with AddressSanitizer and UBSan, built with clang so
+	# that it also carries the libFuzzer targets.
+	CC=clang configure "$BUILD_ASAN" -Db_sanitize=address,undefined \
+		-Db_lundef=false -Dfuzz=true -Dexamples=false
+	ninja -C "$BUILD_ASAN"
+}
+
+# Count meson's results from its JSON log: "N passed, N failed[, N skipped]".
+count_results() {
+	python3 - "$@" <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for log in sys.argv[1:]:
+    try:
+        lines = open(log).read().splitlines()
+    except OSError:
+        continue
+    for line in lines:
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        s = r.get("result")
+        if s in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif s == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+out = f"{passed} passed, {failed} failed"
+if skipped:
+    out += f", {skipped} skipped"
+print(out)
+sys.exit(1 if failed else 0)
+PY
+}
+
+run_tests() {
+	local rc=0
+	rm -f "$BUILD/meson-logs/testlog.json" "$BUILD_ASAN/meson-logs/testlog.json"
+	log "tests (gcc build)"
+	meson test -C "$BUILD" --no-rebuild --print-errorlogs \
+		--no-suite long "$@" || rc=1
+	log "tests (clang, ASan+UBSan, fuzz)"
+	meson test -C "$BUILD_ASAN" --no-rebuild --print-errorlogs \
+		--suite fast --suite fuzz || rc=1
+	count_results "$BUILD/meson-logs/testlog.json" \
+		"$BUILD_ASAN/meson-logs/testlog.json" || rc=1
+	return $rc
+}
+
+demo() {
+	"$top/test/demo.sh" "$BUILD"
+}
+
+cmd=${1:-help}
+[ $# -gt 0 ] && shift
+case "$cmd" in
+setup)	setup ;;
+build)	setup; build ;;
+demo)	setup; build; demo ;;
+test)	setup; build; build_asan; run_tests "$@" ;;
+bench)	setup; build; "$top/test/bench.sh" "$BUILD" "$@" ;;
+*)
+	echo "usage: $0 {demo|test|build|setup|bench}" >&2
+	exit 2 ;;
+esac

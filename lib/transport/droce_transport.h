@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef DROCE_TRANSPORT_H
+#define DROCE_TRANSPORT_H
+
+/**
+ * @file
+ * droce transport: the InfiniBand RC, UC and UD transport as a library that
+ * takes frames in and gives frames out. No DPDK ethdev, no threads, no
+ * clock: time is passed in (now_ns), so tests are deterministic.
+ *
+ * Objects and attributes are the verbs API's own (struct ibv_send_wr,
+ * ibv_recv_wr, ibv_wc, ibv_qp_attr, ... from <infiniband/verbs.h>), so the
+ * verbs driver and the embedding API pass them straight through.
+ *
+ * Ownership and threading:
+ *  - struct droce_dev holds what is shared by all queues and changes
+ *    rarely: limits, GIDs, PD/MR/MW tables. Its slow-path calls (create,
+ *    destroy, register) take the device lock; the fast path only reads.
+ *  - struct droce_tp_queue is one owner context (one per DPDK queue /
+ *    core). Every QP belongs to exactly one queue, and its QPN says which
+ *    (droce_qpn_queue()). Everything that touches a QP's fast-path state
+ *    (post, rx, tx, timers, poll of its CQ) runs in the owner's context;
+ *    the caller guarantees mutual exclusion per queue (the dataplane's
+ *    progress lock or its lcore).
+ *  - A CQ is fed by QPs of one queue (cq->queue), polled by the app.
+ *
+ * Return conventions: lib functions return 0 or a negative errno;
+ * constructors return NULL and set errno; bursts return counts. The post
+ * calls follow ibv_post_send(3): positive errno and *bad_wr.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+#include "droce_wire.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct droce_dev;
+struct droce_tp_queue;
+struct droce_pd;
+struct droce_mr;
+struct droce_mw;
+struct droce_cq;
+struct droce_srq;
+struct droce_qp;
+struct droce_ah;
+
+/** Limits droce enforces; reported by ibv_query_device. */
+struct droce_dev_limits {
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint64_t max_mr_size;
+	uint32_t max_pd;
+	uint32_t max_mw;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_qp_rd_atom;	/**< max_rd_atomic / max_dest_rd_atomic */
+	uint32_t max_ah;
+	uint32_t max_msg_sz;		/**< 2^31 */
+};
+
+/** Fills lim with droce's defaults. */
+void droce_dev_default_limits(struct droce_dev_limits *lim);
+
+/** One local address of the device (a GID table entry). */
+struct droce_gid_entry {
+	uint8_t gid[16];
+	uint8_t valid;
+};
+
+#define DROCE_MAX_GIDS 16
+
+/** What the device needs from its port; the dataplane supplies it. */
+struct droce_dev_conf {
+	uint8_t mac[6];
+	uint32_t eth_mtu;		/**< 1500 -> active_mtu 1024 */
+	uint32_t nb_queues;		/**< owner contexts, >= 1 */
+	struct droce_gid_entry gids[DROCE_MAX_GIDS]; /**< 0: link-local, 1: IPv4-mapped */
+	struct droce_dev_limits limits;	/**< zeroed: defaults */
+	uint64_t seed;			/**< for initial PSNs and keys */
+};
+
+/** Creates a device. NULL and errno on failure. */
+struct droce_dev *droce_dev_create(const struct droce_dev_conf *conf);
+void droce_dev_destroy(struct droce_dev *dev);
+const struct droce_dev_limits *droce_dev_limits(const struct droce_dev *dev);
+const struct droce_dev_conf *droce_dev_conf(const struct droce_dev *dev);
+
+/** The owner context for queue index q (0 .. nb_queues-1). */
+struct droce_tp_queue *droce_dev_queue(struct droce_dev *dev, uint32_t q);
+
+/** Which queue owns QPN qpn. */
+uint32_t droce_qpn_queue(const struct droce_dev *dev, uint32_t qpn);
+
+/* ---- async events (CQ overflow, QP fatal, SRQ limit, ...) ---- */
+
+/** Called from the owner context; the verbs driver turns it into an fd event. */
+typedef void (*droce_async_cb)(void *arg, const struct ibv_async_event *ev);
+void droce_dev_set_async_cb(struct droce_dev *dev, droce_async_cb cb, void *arg);
+
+/* ---- frame I/O ---- */
+
+/**
+ * A transmit buffer handed to the transport by its environment. The
+ * transport writes one complete frame (Ethernet to ICRC) into data and
+ * sets len.
+ */
+struct droce_txbuf {
+	uint8_t *data;
+	uint32_t cap;
+	uint32_t len;
+	void *cookie;		/**< the environment's (an mbuf) */
+};
+
+/** The environment of a queue: where frames go. */
+struct droce_tp_io {
+	/** Get up to n free tx buffers of at least cap bytes; returns count. */
+	uint32_t (*tx_alloc)(void *arg, struct droce_txbuf *bufs, uint32_t n,
+			uint32_t cap);
+	/** Hand n filled buffers for transmission (ownership passes). */
+	void (*tx_submit)(void *arg, struct droce_txbuf *bufs, uint32_t n);
+	/** Give back n unused buffers from tx_alloc. */
+	void (*tx_free)(void *arg, struct droce_txbuf *bufs, uint32_t n);
+	void *arg;
+};
+
+void droce_tp_queue_set_io(struct droce_tp_queue *q, const struct droce_tp_io *io);
+
+/**
+ * Process received frames (each a full Ethernet frame). Frames not for
+ * this queue, malformed or hostile frames are dropped and counted.
+ *
+ * @return number of frames consumed (always n).
+ */
+uint32_t droce_tp_rx_burst(struct droce_tp_queue *q, const uint8_t *const *frames,
+		const uint32_t *lens, uint32_t n, uint64_t now_ns);
+
+/**
+ * Transmit what the send queues, ACK generation and retransmission allow,
+ * and fire due timers, up to budget frames.
+ *
+ * @return number of frames submitted.
+ */
+uint32_t droce_tp_progress(struct droce_tp_queue *q, uint64_t now_ns, uint32_t budget);
+
+/** True if the queue has work (something to send, timers pending). */
+bool droce_tp_queue_busy(const struct droce_tp_queue *q);
+
+/** Earliest pending timer deadline, or UINT64_MAX. */
+uint64_t droce_tp_next_deadline(const struct droce_tp_queue *q);
+
+/* ---- objects (slow path) ---- */
+
+struct droce_pd *droce_pd_alloc(struct droce_dev *dev);
+int droce_pd_dealloc(struct droce_pd *pd);	/**< -EBUSY while in use */
+
+/**
+ * Register memory. access: enum ibv_access_flags. iova is the address the
+ * peer uses (== addr normally; 0-based with IBV_ACCESS_ZERO_BASED).
+ */
+struct droce_mr *droce_mr_reg(struct droce_pd *pd, void *addr, size_t len,
+		uint64_t iova, unsigned int access);
+int droce_mr_dereg(struct droce_mr *mr);	/**< -EBUSY with bound MWs */
+uint32_t droce_mr_lkey(const struct droce_mr *mr);
+uint32_t droce_mr_rkey(const struct droce_mr *mr);
+
+/** Memory windows: type is IBV_MW_TYPE_1 or IBV_MW_TYPE_2. */
+struct droce_mw *droce_mw_alloc(struct droce_pd *pd, enum ibv_mw_type type);
+int droce_mw_dealloc(struct droce_mw *mw);
+uint32_t droce_mw_rkey(const struct droce_mw *mw);
+/** Type 1 bind (ibv_bind_mw): posts a BIND_MW WR on qp; new rkey returned. */
+int droce_mw_bind1(struct droce_qp *qp, struct droce_mw *mw,
+		const struct ibv_mw_bind *bind, uint32_t *new_rkey);
+
+/** Completion queue owned by queue q. */
+struct droce_cq *droce_cq_create(struct droce_dev *dev, uint32_t q, uint32_t cqe);
+int droce_cq_destroy(struct droce_cq *cq);	/**< -EBUSY while QPs use it */
+uint32_t droce_cq_size(const struct droce_cq *cq);
+
+/**
+ * Poll up to n completions. Returns the count, or -EOVERFLOW after an
+ * overflow (which is also reported as IBV_EVENT_CQ_ERR).
+ */
+int droce_cq_poll(struct droce_cq *cq, struct ibv_wc *wc, int n);
+
+/**
+ * Arm the CQ. The notify callback fires (from the owner context) for the
+ * next completion (any, or solicited only).
+ */
+int droce_cq_arm(struct droce_cq *cq, int solicited_only);
+typedef void (*droce_cq_notify_cb)(void *arg, struct droce_cq *cq);
+void droce_cq_set_notify(struct droce_cq *cq, droce_cq_notify_cb cb, void *arg);
+
+struct droce_srq *droce_srq_create(struct droce_pd *pd, uint32_t q,
+		const struct ibv_srq_init_attr *attr);
+int droce_srq_destroy(struct droce_srq *srq);
+int droce_srq_modify(struct droce_srq *srq, struct ibv_srq_attr *attr, int mask);
+int droce_srq_query(struct droce_srq *srq, struct ibv_srq_attr *attr);
+/** As ibv_post_srq_recv: positive errno, *bad_wr. */
+int droce_srq_post_recv(struct droce_srq *srq, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad_wr);
+
+/**
+ * Create a QP. attr->send_cq / recv_cq / srq are not used (they are the
+ * verbs driver's pointers); pass droce's own objects here. The QP lives on
+ * the send CQ's queue; the QPN encodes it.
+ * Capacities in attr->cap are rounded up and written back.
+ */
+struct droce_qp *droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
+		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq);
+int droce_qp_destroy(struct droce_qp *qp);
+uint32_t droce_qp_num(const struct droce_qp *qp);
+
+/**
+ * Address vector: where a QP's (or a UD WR's) frames go. The environment
+ * resolves the MAC (ARP/ND) before handing it to the transport.
+ */
+struct droce_av {
+	uint8_t dmac[6];
+	uint8_t dgid[16];
+	uint8_t sgid_index;
+	uint8_t tclass;
+	uint8_t hop_limit;
+	uint32_t flow_label;
+	uint16_t udp_sport;	/**< 0: derived as rxe does */
+	uint16_t vlan_tci;	/**< 0: untagged */
+};
+
+/**
+ * Modify a QP (ibv_modify_qp semantics, IBTA attribute mask rules).
+ * av is required with IBV_QP_AV (the dmac resolved), NULL otherwise.
+ * @return 0, -EINVAL (bad/missing/forbidden attribute or transition).
+ */
+int droce_qp_modify(struct droce_qp *qp, struct ibv_qp_attr *attr, int mask,
+		const struct droce_av *av);
+int droce_qp_query(struct droce_qp *qp, struct ibv_qp_attr *attr, int mask,
+		struct ibv_qp_init_attr *init);
+
+struct droce_ah *droce_ah_create(struct droce_pd *pd, const struct droce_av *av);
+int droce_ah_destroy(struct droce_ah *ah);
+
+/* ---- fast path (owner context) ---- */
+
+/**
+ * ibv_post_send(3): 0, or a positive errno (EINVAL, ENOMEM) with *bad_wr
+ * set to the first WR not posted. UD WRs carry a droce_ah * in wr.ud.ah
+ * (the verbs driver translates its ibv_ah before calling).
+ */
+int droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
+		struct ibv_send_wr **bad_wr);
+
+/** ibv_post_recv(3), same conventions. */
+int droce_qp_post_recv(struct droce_qp *qp, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad_wr);
+
+/** The queue a QP/CQ belongs to. */
+struct droce_tp_queue *droce_qp_queue(const struct droce_qp *qp);
+struct droce_tp_queue *droce_cq_queue(const struct droce_cq *cq);
+
+/* ---- counters ---- */
+
+/** Per-queue transport counters (summed over its QPs). */
+struct droce_tp_stats {
+	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+	uint64_t rx_drop_parse[DROCE_WIRE_ERR_COUNT]; /**< by -droce_wire_err */
+	uint64_t rx_drop_noqp, rx_drop_state, rx_drop_qkey, rx_drop_uc;
+	uint64_t retransmits, timeouts;
+	uint64_t nak_seq_tx, nak_seq_rx, nak_inv_tx, nak_inv_rx;
+	uint64_t nak_acc_tx, nak_acc_rx, nak_op_tx, nak_op_rx;
+	uint64_t rnr_nak_tx, rnr_nak_rx;
+	uint64_t dup_rx, out_of_seq_rx;
+	uint64_t acks_tx, acks_rx;
+	uint64_t read_replays, atomic_replays;
+	uint64_t cq_overflows;
+};
+
+void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);
+/** Per-QP counters (same fields; the rx_drop_* that need no QP stay 0). */
+void droce_qp_stats(const struct droce_qp *qp, struct droce_tp_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DROCE_TRANSPORT_H */
