@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef DROCE_H
+#define DROCE_H
+
+/**
+ * @file
+ * droce embedding API: put droce on a DPDK port and get a struct
+ * droce_dev whose objects (PD, MR, CQ, QP: droce_transport.h) the
+ * application uses directly, exactly as the verbs driver does.
+ *
+ * Progress modes (droce_port_conf.mode):
+ *  - DROCE_PROGRESS_THREAD (default): a background thread per port spins
+ *    while there is work and backs off when idle; application threads that
+ *    post or poll also make progress inline when the queue is free.
+ *  - DROCE_PROGRESS_INLINE: only the application's calls make progress
+ *    (droce_port_progress()); for single-threaded apps that poll.
+ *  - DROCE_PROGRESS_LCORES: the application gives lcores; droce_port_run()
+ *    is the run-to-completion loop to launch on each (one queue each).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "droce_transport.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct droce_port;
+
+enum droce_progress_mode {
+	DROCE_PROGRESS_THREAD = 0,
+	DROCE_PROGRESS_INLINE,
+	DROCE_PROGRESS_LCORES,
+};
+
+/** Fault injection on one direction of a port (probabilities in 1/1e6). */
+struct droce_fault_conf {
+	uint32_t drop_ppm;
+	uint32_t dup_ppm;
+	uint32_t reorder_ppm;
+	uint32_t corrupt_ppm;
+	uint32_t delay_ppm;
+	uint32_t delay_us;
+	uint64_t seed;
+};
+
+struct droce_port_conf {
+	/** EAL arguments (used only if EAL is not initialised yet), NULL = defaults. */
+	const char *eal_args;
+	/** DPDK device: a port id of an ethdev the app configured (attach_port_id >= 0)... */
+	int attach_port_id;		/**< -1: droce probes and configures devargs */
+	const char *devargs;		/**< e.g. "net_memif0,role=server,socket=/tmp/x" */
+	uint32_t nb_queues;		/**< 0 = 1 */
+	enum droce_progress_mode mode;
+	uint32_t ipv4;			/**< host order; 0 = none */
+	uint8_t ipv6[16];		/**< all zero = none besides link-local */
+	uint8_t mac[6];			/**< all zero = the port's own */
+	uint32_t mtu;			/**< 0 = 1500 */
+	struct droce_fault_conf fault_rx, fault_tx;
+	const char *name;		/**< device name, e.g. "droce0" */
+};
+
+/** Zero + defaults. */
+void droce_port_conf_init(struct droce_port_conf *conf);
+
+/**
+ * Open a port: EAL init if needed, ethdev setup (or attach), device
+ * creation, progress per mode. NULL and errno on failure.
+ */
+struct droce_port *droce_port_open(const struct droce_port_conf *conf);
+
+/** Stop progress, drain, close the ethdev (if droce configured it), free. */
+void droce_port_close(struct droce_port *port);
+
+/** The transport device of this port. */
+struct droce_dev *droce_port_dev(struct droce_port *port);
+
+/**
+ * Make progress on queue q from the calling thread if nobody else is
+ * (try-lock). Returns the number of frames handled, 0 if busy/idle.
+ */
+int droce_port_progress(struct droce_port *port, uint32_t q);
+
+/**
+ * Run fn(arg) with queue q's owner lock held (fast-path calls into the
+ * transport from an application thread: post, poll).
+ */
+void droce_port_lock(struct droce_port *port, uint32_t q);
+void droce_port_unlock(struct droce_port *port, uint32_t q);
+
+/** Wake the progress thread (after a post while it backs off). */
+void droce_port_kick(struct droce_port *port, uint32_t q);
+
+/** DROCE_PROGRESS_LCORES: the loop for one queue; returns when the port closes. */
+int droce_port_run(void *port_and_queue);
+
+/**
+ * Resolve the MAC for a destination GID (ARP for IPv4-mapped, ND for IPv6,
+ * the static table first). Blocks up to timeout_ms while making progress.
+ * @return 0, -ETIMEDOUT, -EHOSTUNREACH.
+ */
+int droce_port_resolve(struct droce_port *port, const uint8_t dgid[16],
+		uint8_t mac[6], uint32_t timeout_ms);
+
+/** Static neighbour entry (peers that do not answer ARP). */
+int droce_port_add_neighbor(struct droce_port *port, const uint8_t gid[16],
+		const uint8_t mac[6]);
+
+/** Change fault injection at run time. */
+int droce_port_set_fault(struct droce_port *port, const struct droce_fault_conf *rx,
+		const struct droce_fault_conf *tx);
+
+/** Monotonic nanoseconds (TSC-based), the clock droce passes to the transport. */
+uint64_t droce_now_ns(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DROCE_H */
