@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/* Builder: struct droce_pkt -> frame, driven by droce_opcode_info[]. */
+
+#include <errno.h>
+#include <string.h>
+
+#include "droce_wire.h"
+#include "wire_bytes.h"
+
+static uint32_t
+l2_len(const struct droce_pkt *pkt)
+{
+	return DROCE_ETH_HLEN + (pkt->has_vlan ? DROCE_VLAN_HLEN : 0);
+}
+
+static uint32_t
+l3_len(const struct droce_pkt *pkt)
+{
+	return pkt->ip_ver == 6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN;
+}
+
+static uint32_t
+pad_of(uint32_t payload_len)
+{
+	return (0u - payload_len) & 3;
+}
+
+uint32_t
+droce_wire_hdr_len(const struct droce_pkt *pkt)
+{
+	return l2_len(pkt) + l3_len(pkt) + DROCE_UDP_HLEN +
+		droce_opcode_info[pkt->opcode].hdr_len;
+}
+
+uint32_t
+droce_wire_frame_len(const struct droce_pkt *pkt)
+{
+	return droce_wire_hdr_len(pkt) + pkt->payload_len +
+		pad_of(pkt->payload_len) + DROCE_ICRC_LEN;
+}
+
+static void
+build_ext(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
+		uint8_t *bth)
+{
+	uint8_t *h;
+
+	if (oi->hdrs & DROCE_HDR_DETH) {
+		h = bth + oi->off_deth;
+		put_be32(h, pkt->deth_qkey);
+		h[4] = 0;
+		put_be24(h + 5, pkt->deth_sqpn);
+	}
+	if (oi->hdrs & DROCE_HDR_RETH) {
+		h = bth + oi->off_reth;
+		put_be64(h, pkt->reth_va);
+		put_be32(h + 8, pkt->reth_rkey);
+		put_be32(h + 12, pkt->reth_len);
+	}
+	if (oi->hdrs & DROCE_HDR_ATMETH) {
+		h = bth + oi->off_atmeth;
+		put_be64(h, pkt->atm_va);
+		put_be32(h + 8, pkt->atm_rkey);
+		put_be64(h + 12, pkt->atm_swap_add);
+		put_be64(h + 20, pkt->atm_compare);
+	}
+	if (oi->hdrs & DROCE_HDR_AETH) {
+		h = bth + oi->off_aeth;
+		h[0] = pkt->aeth_syndrome;
+		put_be24(h + 1, pkt->aeth_msn);
+	}
+	if (oi->hdrs & DROCE_HDR_ATMACK)
+		put_be64(bth + oi->off_atmack, pkt->atmack_orig);
+	if (oi->hdrs & DROCE_HDR_IMMDT)
+		memcpy(bth + oi->off_immdt, &pkt->imm_data, 4);
+	if (oi->hdrs & DROCE_HDR_IETH)
+		put_be32(bth + oi->off_ieth, pkt->ieth_rkey);
+	if (oi->hdrs & DROCE_HDR_CNP)
+		memset(bth + DROCE_BTH_LEN, 0, 16);
+}
+
+int
+droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
+{
+	const struct droce_opcode_info *oi = &droce_opcode_info[pkt->opcode];
+	uint32_t hlen, l2, l3, udp_len, pad;
+	uint8_t *ip, *udp, *bth;
+
+	if (!oi->valid || (pkt->ip_ver != 4 && pkt->ip_ver != 6))
+		return -EINVAL;
+	hlen = droce_wire_hdr_len(pkt);
+	if (hlen > cap)
+		return -ENOSPC;
+	pad = pad_of(pkt->payload_len);
+	l2 = l2_len(pkt);
+	l3 = l3_len(pkt);
+	udp_len = DROCE_UDP_HLEN + oi->hdr_len + pkt->payload_len + pad +
+		DROCE_ICRC_LEN;
+
+	memcpy(buf, pkt->dst_mac, 6);
+	memcpy(buf + 6, pkt->src_mac, 6);
+	if (pkt->has_vlan) {
+		put_be16(buf + 12, ETHERTYPE_VLAN);
+		put_be16(buf + 14, pkt->vlan_tci);
+	}
+	put_be16(buf + l2 - 2, pkt->ip_ver == 6 ? ETHERTYPE_IPV6 : ETHERTYPE_IPV4);
+
+	ip = buf + l2;
+	if (pkt->ip_ver == 4) {
+		ip[0] = 0x45;
+		ip[1] = pkt->tclass;
+		put_be16(ip + 2, (uint16_t)(l3 + udp_len));
+		put_be16(ip + 4, pkt->ip_id);
+		put_be16(ip + 6, pkt->ip_df ? 0x4000 : 0);
+		ip[8] = pkt->ttl;
+		ip[9] = IPPROTO_UDP_;
+		ip[10] = ip[11] = 0;
+		memcpy(ip + 12, pkt->sgid + 12, 4);
+		memcpy(ip + 16, pkt->dgid + 12, 4);
+		put_be16(ip + 10, csum_fold(csum_add(0, ip, DROCE_IPV4_HLEN)));
+	} else {
+		put_be32(ip, 6u << 28 | (uint32_t)pkt->tclass << 20 |
+			(pkt->flow_label & 0xfffff));
+		put_be16(ip + 4, (uint16_t)udp_len);
+		ip[6] = IPPROTO_UDP_;
+		ip[7] = pkt->ttl;
+		memcpy(ip + 8, pkt->sgid, 16);
+		memcpy(ip + 24, pkt->dgid, 16);
+	}
+
+	udp = ip + l3;
+	put_be16(udp, pkt->udp_sport);
+	put_be16(udp + 2, pkt->udp_dport ? pkt->udp_dport : DROCE_ROCE_UDP_PORT);
+	put_be16(udp + 4, (uint16_t)udp_len);
+	put_be16(udp + 6, 0);
+
+	bth = udp + DROCE_UDP_HLEN;
+	bth[0] = pkt->opcode;
+	bth[1] = (uint8_t)((pkt->se ? 0x80 : 0) | (pkt->migreq ? 0x40 : 0) |
+		pad << 4 | (pkt->tver & 0xf));
+	put_be16(bth + 2, pkt->pkey);
+	bth[4] = (uint8_t)((pkt->fecn ? 0x80 : 0) | (pkt->becn ? 0x40 : 0) |
+		(pkt->bth_resv6 & 0x3f));
+	put_be24(bth + 5, pkt->dqpn);
+	bth[8] = (uint8_t)((pkt->ackreq ? 0x80 : 0) | (pkt->bth_resv7 & 0x7f));
+	put_be24(bth + 9, pkt->psn);
+	build_ext(pkt, oi, bth);
+	return (int)hlen;
+}
+
+/* Where the IP header starts: after the Ethernet header and a VLAN tag. */
+static uint32_t
+frame_l3_off(const uint8_t *buf)
+{
+	return get_be16(buf + 12) == ETHERTYPE_VLAN ?
+		DROCE_ETH_HLEN + DROCE_VLAN_HLEN : DROCE_ETH_HLEN;
+}
+
+uint32_t
+droce_wire_finish(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len)
+{
+	uint32_t l3off = frame_l3_off(buf);
+	uint32_t pad = pad_of(payload_len);
+	uint32_t end = hdr_len + payload_len + pad;
+	uint8_t *ip = buf + l3off;
+	uint32_t icrc;
+
+	memset(buf + hdr_len + payload_len, 0, pad);
+	icrc = droce_icrc(ip, end - l3off);
+	buf[end] = (uint8_t)icrc;
+	buf[end + 1] = (uint8_t)(icrc >> 8);
+	buf[end + 2] = (uint8_t)(icrc >> 16);
+	buf[end + 3] = (uint8_t)(icrc >> 24);
+	return end + DROCE_ICRC_LEN;
+}
+
+/* UDP checksum over pseudo header, UDP header and data (incl. ICRC). */
+static void
+udp_csum_fill(uint8_t *buf)
+{
+	uint8_t *ip = buf + frame_l3_off(buf);
+	uint8_t *udp = ip + ((ip[0] >> 4) == 6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN);
+	uint32_t ulen = get_be16(udp + 4);
+	uint16_t c;
+
+	put_be16(udp + 6, 0);
+	c = csum_fold(csum_add(udp_pseudo_sum(ip, ulen), udp, ulen));
+	put_be16(udp + 6, c ? c : 0xffff);
+}
+
+int
+droce_wire_build(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
+{
+	int hlen;
+	uint32_t total;
+
+	if (droce_wire_frame_len(pkt) > cap)
+		return -ENOSPC;
+	hlen = droce_wire_build_hdr(pkt, buf, cap);
+	if (hlen < 0)
+		return hlen;
+	if (pkt->payload_len)
+		memcpy(buf + hlen, pkt->payload, pkt->payload_len);
+	total = droce_wire_finish(buf, (uint32_t)hlen, pkt->payload_len);
+	/* The ICRC masks the UDP checksum, so it can be filled in last. */
+	if (pkt->udp_csum)
+		udp_csum_fill(buf);
+	return (int)total;
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef WIRE_BYTES_H
+#define WIRE_BYTES_H
+
+/* Big-endian field access on unaligned bytes: the only place that swaps. */
+
+#include <stdint.h>
+
+static inline uint16_t
+get_be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t
+get_be24(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+}
+
+static inline uint32_t
+get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+		(uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t
+get_be64(const uint8_t *p)
+{
+	return (uint64_t)get_be32(p) << 32 | get_be32(p + 4);
+}
+
+static inline void
+put_be16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static inline void
+put_be24(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 16;
+	p[1] = v >> 8;
+	p[2] = v;
+}
+
+static inline void
+put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static inline void
+put_be64(uint8_t *p, uint64_t v)
+{
+	put_be32(p, v >> 32);
+	put_be32(p + 4, (uint32_t)v);
+}
+
+/* One's-complement sum over bytes, folded to 16 bits by the caller. */
+static inline uint32_t
+csum_add(uint32_t sum, const uint8_t *p, uint32_t len)
+{
+	while (len > 1) {
+		sum += get_be16(p);
+		p += 2;
+		len -= 2;
+	}
+	if (len)
+		sum += (uint32_t)p[0] << 8;
+	return sum;
+}
+
+static inline uint16_t
+csum_fold(uint32_t sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+#define ETHERTYPE_IPV4 0x0800
+#define ETHERTYPE_IPV6 0x86dd
+#define ETHERTYPE_VLAN 0x8100
+#define IPPROTO_UDP_ 17
+
+/* Ones' complement sum of the UDP pseudo header, for IPv4 or IPv6. */
+static inline uint32_t
+udp_pseudo_sum(const uint8_t *l3, uint32_t udp_len)
+{
+	uint32_t sum;
+
+	if ((l3[0] >> 4) == 4)
+		sum = csum_add(0, l3 + 12, 8);
+	else
+		sum = csum_add(0, l3 + 8, 32);
+	return sum + IPPROTO_UDP_ + udp_len;
+}
+
+#endif /* WIRE_BYTES_H */

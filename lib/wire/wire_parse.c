@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Strict parser. Every check names its own defect, and the order is
+ * chosen so that a frame with one defect reports that defect: structural
+ * checks first, the ICRC (which covers almost everything) last. No read
+ * goes past frame + len.
+ */
+
+#include <string.h>
+
+#include "droce_wire.h"
+#include "wire_bytes.h"
+
+/* Shortest Ethernet frame without FCS; shorter frames are padded to it. */
+#define ETH_MIN_FRAME 60
+
+static const char *const err_names[DROCE_WIRE_ERR_COUNT] = {
+	[0] = "ok",
+	[1] = "truncated frame",
+	[2] = "wrong ethertype",
+	[3] = "wrong IP version",
+	[4] = "wrong IP protocol, options or fragment",
+	[5] = "wrong UDP destination port",
+	[6] = "IP or UDP length disagrees with the frame",
+	[7] = "bad IPv4 header checksum",
+	[8] = "BTH TVer not 0",
+	[9] = "unknown opcode",
+	[10] = "opcode of an unexpected transport",
+	[11] = "missing extension header",
+	[12] = "PadCnt inconsistent",
+	[13] = "payload longer than the path MTU",
+	[14] = "bad ICRC",
+	[15] = "bad UDP checksum",
+};
+
+const char *
+droce_wire_strerror(int err)
+{
+	if (err > 0 || -err >= DROCE_WIRE_ERR_COUNT)
+		return "unknown error";
+	return err_names[-err];
+}
+
+static void
+parse_ext(const uint8_t *bth, const struct droce_opcode_info *oi,
+		struct droce_pkt *pkt)
+{
+	const uint8_t *h;
+
+	if (oi->hdrs & DROCE_HDR_DETH) {
+		h = bth + oi->off_deth;
+		pkt->deth_qkey = get_be32(h);
+		pkt->deth_sqpn = get_be24(h + 5);
+	}
+	if (oi->hdrs & DROCE_HDR_RETH) {
+		h = bth + oi->off_reth;
+		pkt->reth_va = get_be64(h);
+		pkt->reth_rkey = get_be32(h + 8);
+		pkt->reth_len = get_be32(h + 12);
+	}
+	if (oi->hdrs & DROCE_HDR_ATMETH) {
+		h = bth + oi->off_atmeth;
+		pkt->atm_va = get_be64(h);
+		pkt->atm_rkey = get_be32(h + 8);
+		pkt->atm_swap_add = get_be64(h + 12);
+		pkt->atm_compare = get_be64(h + 20);
+	}
+	if (oi->hdrs & DROCE_HDR_AETH) {
+		h = bth + oi->off_aeth;
+		pkt->aeth_syndrome = h[0];
+		pkt->aeth_msn = get_be24(h + 1);
+	}
+	if (oi->hdrs & DROCE_HDR_ATMACK)
+		pkt->atmack_orig = get_be64(bth + oi->off_atmack);
+	if (oi->hdrs & DROCE_HDR_IMMDT)
+		memcpy(&pkt->imm_data, bth + oi->off_immdt, 4);
+	if (oi->hdrs & DROCE_HDR_IETH)
+		pkt->ieth_rkey = get_be32(bth + oi->off_ieth);
+}
+
+/* IP header: sets *ip_end (offset of the UDP header) and *l3_total. */
+static int
+parse_ipv4(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
+		uint32_t *l3_total)
+{
+	const uint8_t *ip = f + l3;
+	uint16_t frag;
+
+	if (len < l3 + DROCE_IPV4_HLEN)
+		return DROCE_WIRE_ETRUNC;
+	if ((ip[0] >> 4) != 4)
+		return DROCE_WIRE_EIPVER;
+	if ((ip[0] & 0xf) != 5 || ip[9] != IPPROTO_UDP_)
+		return DROCE_WIRE_EIPPROTO;
+	frag = get_be16(ip + 6);
+	if (frag & 0x3fff)	/* MF or a fragment offset */
+		return DROCE_WIRE_EIPPROTO;
+	*l3_total = get_be16(ip + 2);
+	if (*l3_total < DROCE_IPV4_HLEN + DROCE_UDP_HLEN)
+		return DROCE_WIRE_EIPLEN;
+	pkt->ip_ver = 4;
+	pkt->tclass = ip[1];
+	pkt->ip_id = get_be16(ip + 4);
+	pkt->ip_df = !!(frag & 0x4000);
+	pkt->ttl = ip[8];
+	pkt->flow_label = 0;
+	droce_gid_from_ipv4(pkt->sgid, get_be32(ip + 12));
+	droce_gid_from_ipv4(pkt->dgid, get_be32(ip + 16));
+	return 0;
+}
+
+static int
+parse_ipv6(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
+		uint32_t *l3_total)
+{
+	const uint8_t *ip = f + l3;
+	uint32_t w0;
+
+	if (len < l3 + DROCE_IPV6_HLEN)
+		return DROCE_WIRE_ETRUNC;
+	w0 = get_be32(ip);
+	if ((w0 >> 28) != 6)
+		return DROCE_WIRE_EIPVER;
+	if (ip[6] != IPPROTO_UDP_)
+		return DROCE_WIRE_EIPPROTO;
+	*l3_total = DROCE_IPV6_HLEN + get_be16(ip + 4);
+	if (*l3_total < DROCE_IPV6_HLEN + DROCE_UDP_HLEN)
+		return DROCE_WIRE_EIPLEN;
+	pkt->ip_ver = 6;
+	pkt->tclass = (uint8_t)(w0 >> 20);
+	pkt->flow_label = w0 & 0xfffff;
+	pkt->ttl = ip[7];
+	pkt->ip_id = 0;
+	pkt->ip_df = 0;
+	memcpy(pkt->sgid, ip + 8, 16);
+	memcpy(pkt->dgid, ip + 24, 16);
+	return 0;
+}
+
+int
+droce_wire_parse(const uint8_t *f, uint32_t len,
+		const struct droce_parse_opts *opts, struct droce_pkt *pkt)
+{
+	static const struct droce_parse_opts defaults;
+	const struct droce_opcode_info *oi;
+	uint32_t l3, l3_hlen, l3_total, udp_len, mtu, body, pad, end;
+	const uint8_t *udp, *bth;
+	uint16_t etype;
+	int rc;
+
+	if (opts == NULL)
+		opts = &defaults;
+	if (len < DROCE_ETH_HLEN)
+		return DROCE_WIRE_ETRUNC;
+	memcpy(pkt->dst_mac, f, 6);
+	memcpy(pkt->src_mac, f + 6, 6);
+	etype = get_be16(f + 12);
+	l3 = DROCE_ETH_HLEN;
+	pkt->has_vlan = 0;
+	pkt->vlan_tci = 0;
+	if (etype == ETHERTYPE_VLAN) {
+		if (len < DROCE_ETH_HLEN + DROCE_VLAN_HLEN)
+			return DROCE_WIRE_ETRUNC;
+		pkt->has_vlan = 1;
+		pkt->vlan_tci = get_be16(f + 14);
+		etype = get_be16(f + 16);
+		l3 += DROCE_VLAN_HLEN;
+	}
+	if (etype == ETHERTYPE_IPV4) {
+		rc = parse_ipv4(f, len, l3, pkt, &l3_total);
+		l3_hlen = DROCE_IPV4_HLEN;
+	} else if (etype == ETHERTYPE_IPV6) {
+		rc = parse_ipv6(f, len, l3, pkt, &l3_total);
+		l3_hlen = DROCE_IPV6_HLEN;
+	} else {
+		return DROCE_WIRE_EETHERTYPE;
+	}
+	if (rc)
+		return rc;
+	/* The frame may only be longer than IP says by minimum-size padding. */
+	if (l3 + l3_total > len)
+		return DROCE_WIRE_ETRUNC;
+	if (l3 + l3_total < len && len > ETH_MIN_FRAME)
+		return DROCE_WIRE_EIPLEN;
+	end = l3 + l3_total;	/* end of IP datagram within the frame */
+	if (etype == ETHERTYPE_IPV4 &&
+			csum_fold(csum_add(0, f + l3, DROCE_IPV4_HLEN)) != 0)
+		return DROCE_WIRE_EIPCSUM;
+
+	udp = f + l3 + l3_hlen;
+	pkt->udp_sport = get_be16(udp);
+	pkt->udp_dport = get_be16(udp + 2);
+	pkt->udp_csum = get_be16(udp + 6);
+	if (pkt->udp_dport != DROCE_ROCE_UDP_PORT)
+		return DROCE_WIRE_EUDPPORT;
+	udp_len = get_be16(udp + 4);
+	if (udp_len != l3_total - l3_hlen)
+		return DROCE_WIRE_EIPLEN;
+	pkt->l3_off = (uint16_t)l3;
+
+	/* BTH */
+	if (udp_len < DROCE_UDP_HLEN + DROCE_BTH_LEN)
+		return DROCE_WIRE_ETRUNC;
+	bth = udp + DROCE_UDP_HLEN;
+	pkt->bth_off = (uint16_t)(bth - f);
+	pkt->opcode = bth[0];
+	pkt->se = bth[1] >> 7;
+	pkt->migreq = (bth[1] >> 6) & 1;
+	pkt->padcnt = (bth[1] >> 4) & 3;
+	pkt->tver = bth[1] & 0xf;
+	pkt->pkey = get_be16(bth + 2);
+	pkt->fecn = bth[4] >> 7;
+	pkt->becn = (bth[4] >> 6) & 1;
+	pkt->bth_resv6 = bth[4] & 0x3f;
+	pkt->dqpn = get_be24(bth + 5);
+	pkt->ackreq = bth[8] >> 7;
+	pkt->bth_resv7 = bth[8] & 0x7f;
+	pkt->psn = get_be24(bth + 9);
+	if (pkt->tver != 0)
+		return DROCE_WIRE_ETVER;
+	oi = &droce_opcode_info[pkt->opcode];
+	if (!oi->valid)
+		return DROCE_WIRE_EOPCODE;
+	if (opts->transports &&
+			!(opts->transports & (1u << (pkt->opcode >> 5))))
+		return DROCE_WIRE_ETRANSPORT;
+	if (udp_len < DROCE_UDP_HLEN + (uint32_t)oi->hdr_len + DROCE_ICRC_LEN)
+		return DROCE_WIRE_EEXTHDR;
+	parse_ext(bth, oi, pkt);
+
+	body = udp_len - DROCE_UDP_HLEN - oi->hdr_len - DROCE_ICRC_LEN;
+	pad = pkt->padcnt;
+	/*
+	 * Payload plus pad fill whole words; only a packet that ends a
+	 * message may pad (IBTA 9.2.5), and one without payload has none.
+	 */
+	if ((body & 3) != 0 || pad > body ||
+			(!(oi->flags & DROCE_OPF_PAYLOAD) && body != 0) ||
+			(pad && !(oi->flags & DROCE_OPF_END)))
+		return DROCE_WIRE_EPADCNT;
+	pkt->payload = bth + oi->hdr_len;
+	pkt->payload_len = body - pad;
+	/* With PadCnt 3 a 1-byte payload fills the word: 4 - 3 = 1 >= 1. */
+	mtu = opts->path_mtu ? opts->path_mtu : 4096;
+	if (pkt->payload_len > (uint32_t)mtu)
+		return DROCE_WIRE_EMTU;
+
+	pkt->icrc = (uint32_t)f[end - 4] | (uint32_t)f[end - 3] << 8 |
+		(uint32_t)f[end - 2] << 16 | (uint32_t)f[end - 1] << 24;
+	if (!opts->skip_icrc &&
+			droce_icrc(f + l3, end - 4 - l3) != pkt->icrc)
+		return DROCE_WIRE_EICRC;
+	if (opts->verify_udp_csum && pkt->udp_csum != 0 &&
+			csum_fold(csum_add(udp_pseudo_sum(f + l3, udp_len), udp,
+				udp_len)) != 0)
+		return DROCE_WIRE_EUDPCSUM;
+	return 0;
+}

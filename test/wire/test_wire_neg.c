@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Negative tests: each parser defect, made by mutating a real rxe frame,
+ * gives its own error; every truncation fails without reading past the
+ * frame (the ASan build runs this too).
+ */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "droce_wire.h"
+#include "pcapio.h"
+
+static uint8_t f[16384];
+static uint32_t flen;
+
+/* First frame of a capture with the given opcode. */
+static int
+pick(const char *path, uint8_t opcode)
+{
+	struct pcap_frame *fr;
+	struct droce_pkt pkt;
+	int i, n, found = 0;
+
+	n = pcapio_load(path, &fr);
+	for (i = 0; i < n && !found; i++) {
+		if (droce_wire_parse(fr[i].data, fr[i].len, NULL, &pkt) == 0 &&
+				pkt.opcode == opcode) {
+			memcpy(f, fr[i].data, fr[i].len);
+			flen = fr[i].len;
+			found = 1;
+		}
+	}
+	if (n > 0)
+		pcapio_free(fr, n);
+	return found;
+}
+
+static int
+parse(const uint8_t *b, uint32_t len, const struct droce_parse_opts *o)
+{
+	struct droce_pkt pkt;
+
+	return droce_wire_parse(b, len, o, &pkt);
+}
+
+/* Recompute the IPv4 header checksum after a deliberate change. */
+static void
+fix_ipv4_csum(uint8_t *b)
+{
+	uint32_t s = 0;
+	int i;
+
+	b[24] = b[25] = 0;
+	for (i = 0; i < 20; i += 2)
+		s += (uint32_t)(b[14 + i] << 8 | b[15 + i]);
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	b[24] = (uint8_t)(~s >> 8);
+	b[25] = (uint8_t)~s;
+}
+
+#define MUT(expect, what, stmt) do { \
+	uint8_t m[sizeof(f)]; \
+	memcpy(m, f, flen); \
+	{ uint8_t *b = m; stmt; (void)b; } \
+	int _rc = parse(m, flen, NULL); \
+	CHECK(_rc == (expect), "%s: got %d (%s), want %d (%s)", what, _rc, \
+		droce_wire_strerror(_rc), expect, droce_wire_strerror(expect)); \
+} while (0)
+
+int
+main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "test/data";
+	char path[4096];
+	struct droce_parse_opts o;
+	uint32_t len;
+	int rc;
+
+	/* An RC SEND_ONLY with 1024 bytes (ibv_rc_pingpong -s 1024). */
+	snprintf(path, sizeof(path), "%s/rxe-rc-pingpong.pcap", dir);
+	if (!pick(path, DROCE_OP_RC_SEND_ONLY)) {
+		fprintf(stderr, "no SEND_ONLY frame in %s\n", path);
+		return 1;
+	}
+	CHECK_EQ(parse(f, flen, NULL), 0, "pristine frame");
+
+	/* Every truncation fails, and with "truncated". */
+	for (len = 0; len < flen; len++) {
+		uint8_t *t = malloc(len ? len : 1);
+
+		memcpy(t, f, len);
+		rc = parse(t, len, NULL);
+		CHECK(rc == DROCE_WIRE_ETRUNC, "truncated to %u: %s", len,
+			droce_wire_strerror(rc));
+		free(t);
+	}
+
+	MUT(DROCE_WIRE_EETHERTYPE, "ARP ethertype", b[12] = 0x08; b[13] = 0x06);
+	MUT(DROCE_WIRE_EIPVER, "IP version 6 in IPv4", b[14] = 0x65);
+	MUT(DROCE_WIRE_EIPPROTO, "TCP protocol", b[23] = 6);
+	MUT(DROCE_WIRE_EIPPROTO, "IPv4 options", b[14] = 0x46);
+	MUT(DROCE_WIRE_EIPPROTO, "fragment", b[20] |= 0x20; fix_ipv4_csum(b));
+	MUT(DROCE_WIRE_EUDPPORT, "UDP port 4792", b[36] = 0x12; b[37] = 0xb8);
+	MUT(DROCE_WIRE_EIPLEN, "UDP length short", b[39] -= 4);
+	MUT(DROCE_WIRE_EIPLEN, "IP length short",
+		b[17] -= 4; b[39] -= 4; fix_ipv4_csum(b));
+	MUT(DROCE_WIRE_EIPCSUM, "IPv4 checksum", b[25] ^= 1);
+	MUT(DROCE_WIRE_ETVER, "TVer 1", b[43] |= 1);
+	MUT(DROCE_WIRE_EOPCODE, "opcode 0x1f", b[42] = 0x1f);
+	MUT(DROCE_WIRE_EOPCODE, "opcode 0x18", b[42] = 0x18);
+	MUT(DROCE_WIRE_EICRC, "payload byte", b[60] ^= 0x40);
+	MUT(DROCE_WIRE_EICRC, "ICRC byte", b[flen - 1] ^= 1);
+	MUT(DROCE_WIRE_EICRC, "BTH PSN", b[53] ^= 1);
+	/* A masked field does not change the ICRC: FECN/BECN and TTL. */
+	MUT(0, "BTH byte 4 is masked", b[46] ^= 0xc0);
+	MUT(0, "TTL is masked", b[22] = 1; fix_ipv4_csum(b));
+	/* One payload byte as pad: 1023 payload + 1 pad is consistent. */
+	MUT(DROCE_WIRE_EICRC, "PadCnt 1 on SEND_ONLY", b[43] |= 0x10);
+
+	memset(&o, 0, sizeof(o));
+	o.transports = 1u << (DROCE_TRANSPORT_UD >> 5);
+	CHECK_EQ(parse(f, flen, &o), DROCE_WIRE_ETRANSPORT, "RC frame, UD only");
+	memset(&o, 0, sizeof(o));
+	o.path_mtu = 512;
+	CHECK_EQ(parse(f, flen, &o), DROCE_WIRE_EMTU, "1024 payload, MTU 512");
+	memset(&o, 0, sizeof(o));
+	o.skip_icrc = 1;
+	{
+		uint8_t m[sizeof(f)];
+
+		memcpy(m, f, flen);
+		m[60] ^= 1;
+		CHECK_EQ(parse(m, flen, &o), 0, "skip_icrc");
+		m[34 + 6] = 0x12;	/* a UDP checksum that cannot verify */
+		m[34 + 7] = 0x34;
+		o.verify_udp_csum = 1;
+		CHECK_EQ(parse(m, flen, &o), DROCE_WIRE_EUDPCSUM, "UDP checksum");
+	}
+
+	/* An ACK: too short for the RETH of a WRITE_ONLY; pad without payload. */
+	snprintf(path, sizeof(path), "%s/rxe-rc-pingpong.pcap", dir);
+	if (!pick(path, DROCE_OP_RC_ACK)) {
+		fprintf(stderr, "no ACK frame in %s\n", path);
+		return 1;
+	}
+	CHECK_EQ(parse(f, flen, NULL), 0, "pristine ACK");
+	MUT(DROCE_WIRE_EEXTHDR, "ACK as WRITE_ONLY", b[42] = DROCE_OP_RC_WRITE_ONLY);
+	MUT(DROCE_WIRE_EEXTHDR, "ACK as CMP_SWAP", b[42] = DROCE_OP_RC_CMP_SWAP);
+	MUT(DROCE_WIRE_EPADCNT, "ACK with PadCnt 2", b[43] |= 0x20);
+	MUT(DROCE_WIRE_EEXTHDR, "ACK as ATOMIC_ACK",
+		b[42] = DROCE_OP_RC_ATOMIC_ACK);
+
+	/* A SEND_FIRST (ib_send_bw 4 KB): only the last packet may pad. */
+	snprintf(path, sizeof(path), "%s/rxe-ib-send_bw.pcap", dir);
+	if (!pick(path, DROCE_OP_RC_SEND_FIRST)) {
+		fprintf(stderr, "no SEND_FIRST frame in %s\n", path);
+		return 1;
+	}
+	CHECK_EQ(parse(f, flen, NULL), 0, "pristine SEND_FIRST");
+	MUT(DROCE_WIRE_EPADCNT, "PadCnt on SEND_FIRST", b[43] |= 0x30);
+	{
+		/* Drop one payload byte: payload + pad no longer whole words. */
+		uint8_t m[sizeof(f)];
+
+		memcpy(m, f, flen);
+		memmove(m + 100, m + 101, flen - 101);
+		m[39] -= 1;
+		m[17] -= 1;
+		fix_ipv4_csum(m);
+		rc = parse(m, flen - 1, NULL);
+		CHECK_EQ(rc, DROCE_WIRE_EPADCNT, "payload not whole words");
+	}
+
+	return check_report("test_wire_neg");
+}

@@ -1,0 +1,320 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * lib/wire units: the opcode table, PSN arithmetic and wrap, MTU enums,
+ * rxe's UDP source ports, GIDs, AETH credits, RNR timers, the CRC engines,
+ * and build -> parse round trips of every opcode over IPv4, IPv6 and VLAN.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "droce_wire.h"
+
+uint32_t droce_crc32_update_sw(uint32_t crc, const void *data, size_t len);
+const char *droce_crc32_engine(void);
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint64_t
+rnd(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+static void
+test_table(void)
+{
+	static const uint8_t must[] = {
+		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
+		0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13,
+		0x14, 0x16, 0x17,
+		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29,
+		0x2a, 0x2b, 0x64, 0x65, 0x81,
+	};
+	unsigned int i, n = 0, sum;
+
+	for (i = 0; i < sizeof(must); i++)
+		CHECK(droce_opcode_info[must[i]].valid, "opcode 0x%02x missing",
+			must[i]);
+	for (i = 0; i < 256; i++) {
+		const struct droce_opcode_info *o = &droce_opcode_info[i];
+
+		if (!o->valid)
+			continue;
+		n++;
+		sum = DROCE_BTH_LEN;
+		sum += (o->hdrs & DROCE_HDR_RETH) ? DROCE_RETH_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_AETH) ? DROCE_AETH_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_ATMETH) ? DROCE_ATMETH_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_ATMACK) ? DROCE_ATMACK_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_IMMDT) ? DROCE_IMMDT_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_IETH) ? DROCE_IETH_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_DETH) ? DROCE_DETH_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_CNP) ? 16 : 0;
+		CHECK_EQ(o->hdr_len, sum, o->name);
+		CHECK_EQ(o->off_payload, o->hdr_len, o->name);
+		CHECK(!!(o->flags & DROCE_OPF_IMM) ==
+			!!(o->hdrs & DROCE_HDR_IMMDT), "%s imm", o->name);
+		CHECK(!!(o->flags & DROCE_OPF_INV) ==
+			!!(o->hdrs & DROCE_HDR_IETH), "%s inv", o->name);
+		if ((i & 0xe0) == DROCE_TRANSPORT_UC && (o->flags & DROCE_OPF_REQ))
+			CHECK(!(o->flags & DROCE_OPF_WANT_ACK), "%s acked", o->name);
+	}
+	CHECK_EQ(n, sizeof(must), "valid opcodes");
+	/* Spot checks against IBTA table 38 / protocol-facts. */
+	CHECK_EQ(droce_opcode_info[0x0b].off_immdt, 28, "WRITE_ONLY_IMM ImmDt");
+	CHECK_EQ(droce_opcode_info[0x12].hdr_len, 24, "ATOMIC_ACK length");
+	CHECK_EQ(droce_opcode_info[0x65].off_immdt, 20, "UD SEND_ONLY_IMM ImmDt");
+	CHECK_EQ(droce_opcode_info[0x13].hdr_len, 40, "CMP_SWAP length");
+}
+
+static void
+test_psn(void)
+{
+	CHECK_EQ(droce_psn_add(0xffffff, 1), 0, "wrap add");
+	CHECK_EQ(droce_psn_add(0xfffffe, 5), 3, "wrap add 5");
+	CHECK_EQ(droce_psn_diff(0, 0xffffff), 1, "0 is after 0xffffff");
+	CHECK_EQ(droce_psn_diff(0xffffff, 0), -1, "0xffffff before 0");
+	CHECK_EQ(droce_psn_diff(5, 3), 2, "ahead");
+	CHECK_EQ(droce_psn_diff(3, 5), -2, "behind");
+	CHECK_EQ(droce_psn_diff(0x7fffff, 0), 0x7fffff, "max ahead");
+	CHECK_EQ(droce_psn_diff(0x800000, 0), -0x800000, "half way is behind");
+	CHECK_EQ(droce_psn_diff(0x123456, 0x123456), 0, "equal");
+}
+
+static void
+test_misc(void)
+{
+	static const uint8_t mac[6] = { 0x52, 0x54, 0x00, 0x77, 0x00, 0x12 };
+	uint8_t gid[16];
+	uint32_t ip;
+
+	CHECK_EQ(droce_mtu_to_bytes(1), 256, "mtu 1");
+	CHECK_EQ(droce_mtu_to_bytes(5), 4096, "mtu 5");
+	CHECK_EQ(droce_mtu_to_bytes(0), 0, "mtu 0");
+	CHECK_EQ(droce_mtu_to_bytes(6), 0, "mtu 6");
+	CHECK_EQ(droce_bytes_to_mtu(1024), 3, "1024");
+	CHECK_EQ(droce_bytes_to_mtu(1500), 3, "1500");
+	CHECK_EQ(droce_eth_mtu_to_path_mtu(1500), 3, "eth 1500");
+	CHECK_EQ(droce_eth_mtu_to_path_mtu(9000), 5, "eth 9000");
+	CHECK_EQ(droce_eth_mtu_to_path_mtu(4200), 5, "eth 4200");
+	CHECK_EQ(droce_eth_mtu_to_path_mtu(4175), 4, "eth 4175");
+	/* rxe, verified on the captures (protocol-facts 9). */
+	CHECK_EQ(droce_udp_sport_qpn(1), 55410, "QP1 sport");
+	CHECK_EQ(droce_udp_sport_flow(0x11, 0x11, 0), 49441, "0x11<->0x11");
+	CHECK_EQ(droce_udp_sport_flow(0, 0, 0xc5781), 55216, "rdma_cm flow label");
+	droce_gid_from_ipv4(gid, 0x0a4d000c);
+	CHECK(droce_gid_is_ipv4(gid, &ip) && ip == 0x0a4d000c, "ipv4 gid");
+	CHECK(gid[10] == 0xff && gid[11] == 0xff && gid[0] == 0, "mapped");
+	droce_gid_link_local(gid, mac);
+	CHECK(!droce_gid_is_ipv4(gid, NULL), "link-local is not ipv4");
+	CHECK(gid[0] == 0xfe && gid[1] == 0x80 && gid[8] == 0x50 &&
+		gid[11] == 0xff && gid[12] == 0xfe && gid[15] == 0x12,
+		"EUI-64 of 52:54:00:77:00:12");
+	CHECK_EQ(droce_aeth_credits(0), 0, "credit 0");
+	CHECK_EQ(droce_aeth_credits(5), 6, "credit 5");
+	CHECK_EQ(droce_aeth_credits(30), 32768, "credit 30");
+	CHECK_EQ(droce_aeth_credits(31), -1, "credit 31");
+	CHECK_EQ(droce_rnr_timer_us(0), 655360, "rnr 0");
+	CHECK_EQ(droce_rnr_timer_us(1), 10, "rnr 1");
+	CHECK_EQ(droce_rnr_timer_us(25), 61440, "rnr 25 (not rxe's typo)");
+	CHECK_EQ(droce_rnr_timer_us(31), 491520, "rnr 31");
+	CHECK_EQ(droce_ack_timeout_ns(0), 0, "timeout 0");
+	CHECK_EQ(droce_ack_timeout_ns(19), 2147483648ull, "timeout 19");
+	CHECK(droce_wire_strerror(DROCE_WIRE_EICRC) !=
+		droce_wire_strerror(DROCE_WIRE_EMTU), "distinct names");
+}
+
+static void
+test_crc(void)
+{
+	static uint8_t buf[9000 + 64];
+	size_t len, off, i;
+
+	CHECK_EQ(~droce_crc32_update(0xffffffff, "123456789", 9), 0xcbf43926u,
+		"CRC-32 check value");
+	for (i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)rnd();
+	printf("crc engine: %s\n", droce_crc32_engine());
+	for (i = 0; i < 3000; i++) {
+		uint32_t seed = (uint32_t)rnd();
+
+		len = rnd() % 9000;
+		off = rnd() % 64;
+		CHECK_EQ(droce_crc32_update(seed, buf + off, len),
+			droce_crc32_update_sw(seed, buf + off, len), "engines");
+	}
+	/* Chaining: any split gives the same CRC. */
+	for (i = 0; i < 200; i++) {
+		size_t cut;
+
+		len = rnd() % 4000 + 1;
+		cut = rnd() % len;
+		CHECK_EQ(droce_crc32_update(droce_crc32_update(7, buf, cut),
+			buf + cut, len - cut), droce_crc32_update(7, buf, len),
+			"chained");
+	}
+}
+
+static void
+fill_pkt(struct droce_pkt *p, uint8_t op, int v6, int vlan, uint32_t plen,
+		const uint8_t *payload)
+{
+	memset(p, 0, sizeof(*p));
+	memcpy(p->dst_mac, "\x02\x00\x00\x00\x00\x02", 6);
+	memcpy(p->src_mac, "\x02\x00\x00\x00\x00\x01", 6);
+	p->has_vlan = (uint8_t)vlan;
+	p->vlan_tci = vlan ? 0x2064 : 0;
+	p->ip_ver = v6 ? 6 : 4;
+	p->tclass = 0x68;
+	p->ttl = 64;
+	p->ip_df = !v6;
+	p->ip_id = v6 ? 0 : 0x1234;
+	p->flow_label = v6 ? 0xabcde : 0;
+	if (v6) {
+		memcpy(p->sgid, "\xfd\x00\0\0\0\0\0\0\0\0\0\0\0\0\0\x01", 16);
+		memcpy(p->dgid, "\xfd\x00\0\0\0\0\0\0\0\0\0\0\0\0\0\x02", 16);
+	} else {
+		droce_gid_from_ipv4(p->sgid, 0x0a000001);
+		droce_gid_from_ipv4(p->dgid, 0x0a000002);
+	}
+	p->udp_sport = 0xc123;
+	p->udp_dport = 4791;
+	p->opcode = op;
+	p->se = 1;
+	p->pkey = 0xffff;
+	p->dqpn = 0x123456;
+	p->ackreq = 1;
+	p->psn = 0xfffffe;
+	p->reth_va = 0x1122334455667788ull;
+	p->reth_rkey = 0xdeadbeef;
+	p->reth_len = 0x10000;
+	p->aeth_syndrome = 0x1f;
+	p->aeth_msn = 0xabcdef;
+	p->atm_va = 0x1000;
+	p->atm_rkey = 0x42;
+	p->atm_swap_add = 0x0102030405060708ull;
+	p->atm_compare = 0x1112131415161718ull;
+	p->atmack_orig = 0x2122232425262728ull;
+	p->imm_data = 0x78563412;
+	p->ieth_rkey = 0xcafe;
+	p->deth_qkey = 0x11111111;
+	p->deth_sqpn = 0x654321;
+	if (droce_opcode_info[op].flags & DROCE_OPF_PAYLOAD) {
+		p->payload = payload;
+		p->payload_len = plen;
+	}
+}
+
+static void
+test_roundtrip(void)
+{
+	static uint8_t payload[4096], buf[8192], buf2[8192];
+	struct droce_pkt a, b;
+	int op, v6, vlan, len, len2, rc;
+	uint32_t plen;
+	size_t i;
+
+	for (i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)rnd();
+	for (op = 0; op < 256; op++) {
+		const struct droce_opcode_info *oi = &droce_opcode_info[op];
+
+		if (!oi->valid)
+			continue;
+		for (v6 = 0; v6 < 2; v6++)
+		for (vlan = 0; vlan < 2; vlan++) {
+			/* Only packets that end a message may pad. */
+			plen = (oi->flags & DROCE_OPF_END) ?
+				(uint32_t)(rnd() % 1025) : 1024;
+			fill_pkt(&a, (uint8_t)op, v6, vlan, plen, payload);
+			len = droce_wire_build(&a, buf, sizeof(buf));
+			CHECK(len > 0 && (uint32_t)len == droce_wire_frame_len(&a),
+				"%s build %d", oi->name, len);
+			if (len <= 0)
+				continue;
+			memset(&b, 0, sizeof(b));
+			rc = droce_wire_parse(buf, (uint32_t)len, NULL, &b);
+			CHECK(rc == 0, "%s v6=%d vlan=%d: %s", oi->name, v6, vlan,
+				droce_wire_strerror(rc));
+			if (rc)
+				continue;
+			CHECK_EQ(b.opcode, op, "opcode");
+			CHECK_EQ(b.payload_len, a.payload_len, oi->name);
+			CHECK_EQ(b.padcnt, (0u - a.payload_len) & 3, "padcnt");
+			CHECK(a.payload_len == 0 ||
+				memcmp(b.payload, payload, a.payload_len) == 0,
+				"%s payload", oi->name);
+			CHECK_EQ(b.psn, 0xfffffe, "psn");
+			CHECK_EQ(b.dqpn, 0x123456, "dqpn");
+			CHECK_EQ(b.vlan_tci, vlan ? 0x2064 : 0, "vlan");
+			CHECK_EQ(b.flow_label, v6 ? 0xabcde : 0, "flow label");
+			CHECK(memcmp(b.dgid, a.dgid, 16) == 0, "dgid");
+			if (oi->hdrs & DROCE_HDR_RETH)
+				CHECK(b.reth_va == a.reth_va &&
+					b.reth_rkey == a.reth_rkey &&
+					b.reth_len == a.reth_len, "reth");
+			if (oi->hdrs & DROCE_HDR_ATMETH)
+				CHECK(b.atm_swap_add == a.atm_swap_add &&
+					b.atm_compare == a.atm_compare &&
+					b.atm_rkey == a.atm_rkey, "atomiceth");
+			if (oi->hdrs & DROCE_HDR_AETH)
+				CHECK(b.aeth_msn == 0xabcdef &&
+					b.aeth_syndrome == 0x1f, "aeth");
+			if (oi->hdrs & DROCE_HDR_ATMACK)
+				CHECK_EQ(b.atmack_orig, a.atmack_orig, "atmack");
+			if (oi->hdrs & DROCE_HDR_IMMDT)
+				CHECK_EQ(b.imm_data, a.imm_data, "imm");
+			if (oi->hdrs & DROCE_HDR_IETH)
+				CHECK_EQ(b.ieth_rkey, 0xcafe, "ieth");
+			if (oi->hdrs & DROCE_HDR_DETH)
+				CHECK(b.deth_qkey == 0x11111111 &&
+					b.deth_sqpn == 0x654321, "deth");
+			/* And back again, byte for byte. */
+			len2 = droce_wire_build(&b, buf2, sizeof(buf2));
+			CHECK(len2 == len && memcmp(buf, buf2, len) == 0,
+				"%s re-encode", oi->name);
+			/* A computed UDP checksum verifies. */
+			a.udp_csum = 1;
+			len = droce_wire_build(&a, buf, sizeof(buf));
+			{
+				struct droce_parse_opts o = { .verify_udp_csum = 1 };
+
+				rc = droce_wire_parse(buf, (uint32_t)len, &o, &b);
+				CHECK(rc == 0 && b.udp_csum != 0,
+					"%s udp csum: %s", oi->name,
+					droce_wire_strerror(rc));
+			}
+		}
+	}
+	/* The split build (headers, payload placed by the caller, finish). */
+	fill_pkt(&a, DROCE_OP_RC_SEND_ONLY, 0, 0, 777, payload);
+	len = droce_wire_build_hdr(&a, buf, sizeof(buf));
+	CHECK(len > 0, "build_hdr");
+	memcpy(buf + len, payload, 777);
+	len2 = (int)droce_wire_finish(buf, (uint32_t)len, 777);
+	CHECK_EQ(len2, droce_wire_frame_len(&a), "finish length");
+	CHECK_EQ(droce_wire_parse(buf, (uint32_t)len2, NULL, &b), 0, "split parse");
+	CHECK_EQ(droce_wire_build(&a, buf, 10), -ENOSPC, "ENOSPC");
+	a.opcode = 0x18;
+	CHECK_EQ(droce_wire_build(&a, buf, sizeof(buf)), -EINVAL, "EINVAL");
+}
+
+int
+main(void)
+{
+	test_table();
+	test_psn();
+	test_misc();
+	test_crc();
+	test_roundtrip();
+	return check_report("test_wire_unit");
+}
