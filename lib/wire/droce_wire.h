@@ -203,7 +203,8 @@ struct droce_pkt {
 	/* UDP */
 	uint16_t udp_sport;
 	uint16_t udp_dport;	/**< 4791 */
-	uint16_t udp_csum;	/**< as on the wire; builder: 0 = send 0 (as rxe) */
+	uint16_t udp_csum;	/**< as on the wire; builder: IPv4 0 = send 0 (as rxe),
+				 *   else computed; IPv6 always computed */
 	/* BTH */
 	uint8_t opcode;
 	uint8_t se;
@@ -279,8 +280,10 @@ uint32_t droce_wire_frame_len(const struct droce_pkt *pkt);
 
 /**
  * Build a complete frame from pkt: headers, payload (copied from
- * pkt->payload), pad, IPv4 header checksum, UDP checksum (0 when
- * pkt->udp_csum is 0, computed otherwise), ICRC.
+ * pkt->payload), pad, IPv4 header checksum, UDP checksum (for IPv4: 0
+ * when pkt->udp_csum is 0, as rxe sends, computed otherwise; for IPv6
+ * always computed), ICRC. droce_wire_build_hdr() + droce_wire_finish()
+ * leave the UDP checksum 0: use them for IPv4.
  *
  * @return frame length, or -ENOSPC if cap is too small, -EINVAL if the
  *   opcode is unknown.

@@ -205,8 +205,11 @@ droce_wire_build(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 	if (pkt->payload_len)
 		memcpy(buf + hlen, pkt->payload, pkt->payload_len);
 	total = droce_wire_finish(buf, (uint32_t)hlen, pkt->payload_len);
-	/* The ICRC masks the UDP checksum, so it can be filled in last. */
-	if (pkt->udp_csum)
+	/*
+	 * The ICRC masks the UDP checksum, so it can be filled in last.
+	 * IPv6 forbids a zero UDP checksum (RFC 8200 8.1): always compute it.
+	 */
+	if (pkt->udp_csum || pkt->ip_ver == 6)
 		udp_csum_fill(buf);
 	return (int)total;
 }
