@@ -258,8 +258,8 @@ int droce_ah_destroy(struct droce_ah *ah);
 
 /**
  * ibv_post_send(3): 0, or a positive errno (EINVAL, ENOMEM) with *bad_wr
- * set to the first WR not posted. UD WRs carry a droce_ah * in wr.ud.ah
- * (the verbs driver translates its ibv_ah before calling).
+ * set to the first WR not posted. UD WRs carry droce_ah_to_ibv(ah) in
+ * wr.ud.ah, BIND_MW WRs droce_mw_to_ibv() / droce_mr_to_ibv() pointers.
  */
 int droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr);
@@ -271,6 +271,23 @@ int droce_qp_post_recv(struct droce_qp *qp, struct ibv_recv_wr *wr,
 /** The queue a QP/CQ belongs to. */
 struct droce_tp_queue *droce_qp_queue(const struct droce_qp *qp);
 struct droce_tp_queue *droce_cq_queue(const struct droce_cq *cq);
+
+/*
+ * The verbs objects droce's MR, MW and AH embed: the verbs driver hands
+ * them out as its own ibv_mr / ibv_mw / ibv_ah (filling context and pd),
+ * and WRs that carry them (bind_mw.mw, bind_info.mr, ud.ah) are passed to
+ * the transport unchanged. An embedding application uses them the same
+ * way. The conversions are casts: the verbs object is the first member.
+ */
+struct ibv_mr *droce_mr_to_ibv(struct droce_mr *mr);
+struct droce_mr *droce_mr_from_ibv(struct ibv_mr *mr);
+struct ibv_mw *droce_mw_to_ibv(struct droce_mw *mw);
+struct droce_mw *droce_mw_from_ibv(struct ibv_mw *mw);
+struct ibv_ah *droce_ah_to_ibv(struct droce_ah *ah);
+struct droce_ah *droce_ah_from_ibv(struct ibv_ah *ah);
+
+/** Current state of a QP (cheap; droce_qp_query gives everything). */
+enum ibv_qp_state droce_qp_state(const struct droce_qp *qp);
 
 /* ---- counters ---- */
 

@@ -282,8 +282,7 @@ uint32_t droce_wire_frame_len(const struct droce_pkt *pkt);
  * Build a complete frame from pkt: headers, payload (copied from
  * pkt->payload), pad, IPv4 header checksum, UDP checksum (for IPv4: 0
  * when pkt->udp_csum is 0, as rxe sends, computed otherwise; for IPv6
- * always computed), ICRC. droce_wire_build_hdr() + droce_wire_finish()
- * leave the UDP checksum 0: use them for IPv4.
+ * always computed), ICRC.
  *
  * @return frame length, or -ENOSPC if cap is too small, -EINVAL if the
  *   opcode is unknown.
@@ -302,8 +301,8 @@ int droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap
 
 /**
  * Finish a frame laid out contiguously by droce_wire_build_hdr() plus
- * payload: write the pad bytes (zero) and the ICRC after the payload.
- * buf must have room for the pad and the ICRC.
+ * payload: write the pad bytes (zero) and the ICRC after the payload, and
+ * for IPv6 the UDP checksum. buf must have room for the pad and the ICRC.
  *
  * @return total frame length.
  */

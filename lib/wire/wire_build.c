@@ -159,6 +159,20 @@ frame_l3_off(const uint8_t *buf)
 		DROCE_ETH_HLEN + DROCE_VLAN_HLEN : DROCE_ETH_HLEN;
 }
 
+/* UDP checksum over pseudo header, UDP header and data (incl. ICRC). */
+static void
+udp_csum_fill(uint8_t *buf)
+{
+	uint8_t *ip = buf + frame_l3_off(buf);
+	uint8_t *udp = ip + ((ip[0] >> 4) == 6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN);
+	uint32_t ulen = get_be16(udp + 4);
+	uint16_t c;
+
+	put_be16(udp + 6, 0);
+	c = csum_fold(csum_add(udp_pseudo_sum(ip, ulen), udp, ulen));
+	put_be16(udp + 6, c ? c : 0xffff);
+}
+
 uint32_t
 droce_wire_finish(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len)
 {
@@ -174,21 +188,10 @@ droce_wire_finish(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len)
 	buf[end + 1] = (uint8_t)(icrc >> 8);
 	buf[end + 2] = (uint8_t)(icrc >> 16);
 	buf[end + 3] = (uint8_t)(icrc >> 24);
+	/* IPv6 forbids a zero UDP checksum (RFC 8200 8.1). */
+	if ((ip[0] >> 4) == 6)
+		udp_csum_fill(buf);
 	return end + DROCE_ICRC_LEN;
-}
-
-/* UDP checksum over pseudo header, UDP header and data (incl. ICRC). */
-static void
-udp_csum_fill(uint8_t *buf)
-{
-	uint8_t *ip = buf + frame_l3_off(buf);
-	uint8_t *udp = ip + ((ip[0] >> 4) == 6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN);
-	uint32_t ulen = get_be16(udp + 4);
-	uint16_t c;
-
-	put_be16(udp + 6, 0);
-	c = csum_fold(csum_add(udp_pseudo_sum(ip, ulen), udp, ulen));
-	put_be16(udp + 6, c ? c : 0xffff);
 }
 
 int
@@ -209,7 +212,7 @@ droce_wire_build(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 	 * The ICRC masks the UDP checksum, so it can be filled in last.
 	 * IPv6 forbids a zero UDP checksum (RFC 8200 8.1): always compute it.
 	 */
-	if (pkt->udp_csum || pkt->ip_ver == 6)
+	if (pkt->udp_csum && pkt->ip_ver == 4)
 		udp_csum_fill(buf);
 	return (int)total;
 }

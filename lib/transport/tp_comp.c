@@ -1,0 +1,327 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Completer: acknowledgements and responses coming back to the requester.
+ * ACKs are cumulative; a NAK names the PSN it is about; READ responses and
+ * atomic ACKs carry data and implicitly acknowledge everything before them
+ * (IBTA 9.7.5.1). WQEs are marked done here and completed in order.
+ */
+
+#include <string.h>
+
+#include "tp_internal.h"
+
+static inline struct tp_swqe *
+wqe_at(struct droce_qp *qp, uint32_t i)
+{
+	return &qp->sq.wqe[i & (qp->sq.size - 1)];
+}
+
+static int
+is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static void
+mark_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
+{
+	if (w->state == TP_WQE_DONE)
+		return;
+	if (is_rd_atomic(w->opcode) && qp->rd_atomic_out)
+		qp->rd_atomic_out--;
+	w->state = TP_WQE_DONE;
+	w->status = st;
+}
+
+/* Forward progress: reset the retry budget and restart the timer. */
+static void
+progress_made(struct droce_qp *qp, uint32_t new_una)
+{
+	if (droce_psn_diff(new_una, qp->una) > 0)
+		qp->una = new_una;
+	if (droce_psn_diff(qp->psn, qp->una) < 0)
+		qp->psn = qp->una;
+	qp->retries_left = qp->retry_cnt;
+	qp->rnr_left = qp->rnr_retry;
+	qp->ack_deadline = (qp->una != qp->psn_hw || qp->sq.tail != qp->sq.cur) &&
+		qp->timeout ? qp->queue->now + droce_ack_timeout_ns(qp->timeout) : 0;
+}
+
+/*
+ * Acknowledge every PSN before `psn` (exclusive). SEND/WRITE WQEs whose
+ * packets all lie before it are done. A READ or atomic before it that has
+ * not had its response means the response was lost: return 1 so the
+ * caller rewinds to it.
+ */
+static int
+ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
+{
+	uint32_t i;
+
+	for (i = qp->sq.tail; i != qp->sq.head; i++) {
+		struct tp_swqe *w = wqe_at(qp, i);
+		uint32_t end;
+
+		if (w->state == TP_WQE_POSTED)
+			break;
+		if (w->state == TP_WQE_DONE)
+			continue;
+		if (w->npsn == 0)
+			break;
+		end = droce_psn_add(w->first_psn, w->npsn);
+		if (droce_psn_diff(psn, end) < 0)
+			break;	/* not wholly acknowledged */
+		if (w->state == TP_WQE_SENDING)
+			break;
+		if (is_rd_atomic(w->opcode)) {
+			*rewind_psn = w->opcode == IBV_WR_RDMA_READ ?
+				droce_psn_add(w->first_psn,
+					(uint32_t)(w->read_done / qp->mtu)) :
+				w->first_psn;
+			return 1;
+		}
+		mark_done(qp, w, IBV_WC_SUCCESS);
+	}
+	return 0;
+}
+
+/* The WQE that holds psn, or NULL. */
+static struct tp_swqe *
+wqe_of_psn(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = qp->sq.tail; i != qp->sq.head; i++) {
+		struct tp_swqe *w = wqe_at(qp, i);
+		int32_t d;
+
+		if (w->state == TP_WQE_POSTED)
+			return NULL;
+		if (w->npsn == 0)
+			continue;
+		d = droce_psn_diff(psn, w->first_psn);
+		if (d >= 0 && (uint32_t)d < w->npsn)
+			return w;
+	}
+	return NULL;
+}
+
+static enum ibv_wc_status
+nak_status(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case DROCE_AETH_NAK_INV_REQ:
+		return IBV_WC_REM_INV_REQ_ERR;
+	case DROCE_AETH_NAK_REM_ACC:
+		return IBV_WC_REM_ACCESS_ERR;
+	case DROCE_AETH_NAK_REM_OP:
+		return IBV_WC_REM_OP_ERR;
+	default:
+		return IBV_WC_REM_INV_RD_REQ_ERR;
+	}
+}
+
+static void
+on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	uint8_t syn = pkt->aeth_syndrome;
+	uint32_t psn = pkt->psn, rw;
+	struct tp_swqe *w;
+
+	/* An ACK for a PSN we have not sent is bogus. */
+	if (droce_psn_diff(psn, qp->psn_hw) >= 0)
+		return;
+	switch (DROCE_AETH_TYPE(syn)) {
+	case 0:		/* ACK: everything up to and including psn */
+		qp->st.acks_rx++;
+		if (droce_psn_diff(psn, qp->una) < 0)
+			return;		/* old */
+		if (ack_before(qp, droce_psn_add(psn, 1), &rw)) {
+			progress_made(qp, rw);
+			tp_req_rewind(qp, rw);
+			qp->st.retransmits++;
+			break;
+		}
+		progress_made(qp, droce_psn_add(psn, 1));
+		break;
+	case 1:		/* RNR NAK */
+		qp->st.rnr_nak_rx++;
+		if (droce_psn_diff(psn, qp->una) < 0)
+			return;
+		if (ack_before(qp, psn, &rw)) {
+			progress_made(qp, rw);
+			tp_req_rewind(qp, rw);
+			break;
+		}
+		progress_made(qp, psn);
+		if (qp->rnr_retry != 7) {
+			if (qp->rnr_left == 0) {
+				w = wqe_of_psn(qp, psn);
+				if (w != NULL)
+					mark_done(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+				tp_req_complete_ready(qp);
+				tp_qp_to_error(qp);
+				return;
+			}
+			qp->rnr_left--;
+		}
+		tp_req_rewind(qp, psn);
+		qp->rnr_deadline = qp->queue->now +
+			(uint64_t)droce_rnr_timer_us(syn & 0x1f) * 1000;
+		qp->ack_deadline = 0;
+		break;
+	case 3:		/* NAK */
+		if (syn == DROCE_AETH_NAK_PSN_SEQ) {
+			qp->st.nak_seq_rx++;
+			if (droce_psn_diff(psn, qp->una) < 0)
+				return;
+			if (ack_before(qp, psn, &rw))
+				psn = rw;
+			progress_made(qp, psn);
+			if (qp->retries_left == 0) {
+				w = wqe_of_psn(qp, psn);
+				if (w != NULL)
+					mark_done(qp, w, IBV_WC_RETRY_EXC_ERR);
+				tp_req_complete_ready(qp);
+				tp_qp_to_error(qp);
+				return;
+			}
+			qp->retries_left--;
+			qp->st.retransmits++;
+			tp_req_rewind(qp, psn);
+			break;
+		}
+		if (syn == DROCE_AETH_NAK_INV_REQ)
+			qp->st.nak_inv_rx++;
+		else if (syn == DROCE_AETH_NAK_REM_ACC)
+			qp->st.nak_acc_rx++;
+		else
+			qp->st.nak_op_rx++;
+		if (ack_before(qp, psn, &rw) == 0)
+			progress_made(qp, psn);
+		w = wqe_of_psn(qp, psn);
+		if (w != NULL)
+			mark_done(qp, w, nak_status(syn));
+		tp_req_complete_ready(qp);
+		tp_qp_to_error(qp);
+		return;
+	default:
+		return;	/* reserved syndrome: ignore */
+	}
+	tp_req_complete_ready(qp);
+}
+
+static void
+on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	const struct droce_opcode_info *oi = &droce_opcode_info[pkt->opcode];
+	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
+	uint32_t expect, rw;
+
+	if (w == NULL || w->opcode != IBV_WR_RDMA_READ ||
+			w->state == TP_WQE_DONE) {
+		qp->st.dup_rx++;
+		return;
+	}
+	expect = droce_psn_add(w->first_psn, (uint32_t)(w->read_done / qp->mtu));
+	if (pkt->psn != expect) {
+		/* A gap: resend the READ from what is missing, once per gap. */
+		if (droce_psn_diff(pkt->psn, expect) > 0 &&
+				qp->last_acked_psn != expect) {
+			qp->last_acked_psn = expect;
+			qp->st.out_of_seq_rx++;
+			tp_req_rewind(qp, expect);
+		} else {
+			qp->st.dup_rx++;
+		}
+		return;
+	}
+	/* Its responses acknowledge everything before the READ. */
+	if (ack_before(qp, w->first_psn, &rw)) {
+		tp_req_rewind(qp, rw);
+		return;
+	}
+	/* First/Middle carry a full MTU; Last/Only the rest. */
+	if (((oi->flags & DROCE_OPF_END) == 0 && pkt->payload_len != qp->mtu) ||
+			w->read_done + pkt->payload_len > w->length ||
+			((oi->flags & DROCE_OPF_END) &&
+			w->read_done + pkt->payload_len != w->length)) {
+		mark_done(qp, w, IBV_WC_BAD_RESP_ERR);
+		tp_req_complete_ready(qp);
+		tp_qp_to_error(qp);
+		return;
+	}
+	if (pkt->payload_len && tp_sge_copy_in(qp->dev, qp->pd, w->sge,
+			w->num_sge, w->read_done, pkt->payload,
+			pkt->payload_len) != 0) {
+		mark_done(qp, w, IBV_WC_LOC_PROT_ERR);
+		tp_req_complete_ready(qp);
+		tp_qp_to_error(qp);
+		return;
+	}
+	w->read_done += pkt->payload_len;
+	progress_made(qp, droce_psn_add(pkt->psn, 1));
+	if (oi->flags & DROCE_OPF_END) {
+		mark_done(qp, w, IBV_WC_SUCCESS);
+		progress_made(qp, droce_psn_add(w->first_psn, w->npsn));
+	}
+	tp_req_complete_ready(qp);
+}
+
+static void
+on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
+	uint32_t rw;
+
+	if (DROCE_AETH_TYPE(pkt->aeth_syndrome) != 0) {
+		on_ack(qp, pkt);
+		return;
+	}
+	if (w == NULL || w->state == TP_WQE_DONE ||
+			(w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
+			w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD)) {
+		qp->st.dup_rx++;
+		return;
+	}
+	if (ack_before(qp, w->first_psn, &rw)) {
+		tp_req_rewind(qp, rw);
+		return;
+	}
+	/* The original value lands in the local buffer in host order. */
+	w->atomic_orig = pkt->atmack_orig;
+	if (tp_sge_copy_in(qp->dev, qp->pd, w->sge, w->num_sge, 0,
+			(const uint8_t *)&w->atomic_orig, 8) != 0) {
+		mark_done(qp, w, IBV_WC_LOC_PROT_ERR);
+		tp_req_complete_ready(qp);
+		tp_qp_to_error(qp);
+		return;
+	}
+	mark_done(qp, w, IBV_WC_SUCCESS);
+	progress_made(qp, droce_psn_add(pkt->psn, 1));
+	tp_req_complete_ready(qp);
+}
+
+void
+tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	const struct droce_opcode_info *oi = &droce_opcode_info[pkt->opcode];
+
+	if (qp->type != IBV_QPT_RC)
+		return;
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD &&
+			qp->state != IBV_QPS_SQE) {
+		qp->queue->st.rx_drop_state++;
+		return;
+	}
+	if (oi->flags & DROCE_OPF_ACK)
+		on_ack(qp, pkt);
+	else if (oi->flags & DROCE_OPF_READ)
+		on_read_resp(qp, pkt);
+	else if (oi->flags & DROCE_OPF_ATOMIC)
+		on_atomic_ack(qp, pkt);
+}

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Completion queues. Produced by the owner context, consumed by the
+ * application under the same per-queue exclusion. A full CQ is never
+ * overwritten: the completion is refused, the CQ marked overflowed and
+ * IBV_EVENT_CQ_ERR raised (IBTA 11.4.2.1: CQ overrun is an error).
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "tp_internal.h"
+
+struct droce_cq *
+droce_cq_create(struct droce_dev *dev, uint32_t q, uint32_t cqe)
+{
+	struct droce_cq *cq;
+
+	if (cqe == 0 || cqe > dev->lim.max_cqe || q >= dev->conf.nb_queues) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (cq == NULL)
+		goto nomem;
+	cq->size = tp_pow2(cqe + 1);
+	cq->cqe = cq->size - 1;
+	cq->ring = calloc(cq->size, sizeof(*cq->ring));
+	if (cq->ring == NULL)
+		goto nomem;
+	cq->dev = dev;
+	cq->queue = &dev->queues[q];
+	pthread_mutex_lock(&dev->lock);
+	dev->nb_cq++;
+	pthread_mutex_unlock(&dev->lock);
+	return cq;
+nomem:
+	if (cq)
+		free(cq);
+	errno = ENOMEM;
+	return NULL;
+}
+
+int
+droce_cq_destroy(struct droce_cq *cq)
+{
+	struct droce_dev *dev = cq->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	if (cq->refs) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EBUSY;
+	}
+	dev->nb_cq--;
+	pthread_mutex_unlock(&dev->lock);
+	free(cq->ring);
+	free(cq);
+	return 0;
+}
+
+uint32_t
+droce_cq_size(const struct droce_cq *cq)
+{
+	return cq->cqe;
+}
+
+struct droce_tp_queue *
+droce_cq_queue(const struct droce_cq *cq)
+{
+	return cq->queue;
+}
+
+int
+tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited)
+{
+	if (cq->head - cq->tail >= cq->cqe) {
+		if (!cq->overflow) {
+			cq->overflow = 1;
+			cq->queue->st.cq_overflows++;
+			tp_async(cq->dev, IBV_EVENT_CQ_ERR, cq);
+		}
+		return -EOVERFLOW;
+	}
+	cq->ring[cq->head & (cq->size - 1)] = *wc;
+	cq->head++;
+	if (cq->armed && (cq->armed == 1 || solicited ||
+			wc->status != IBV_WC_SUCCESS)) {
+		cq->armed = 0;
+		if (cq->notify)
+			cq->notify(cq->notify_arg, cq);
+	}
+	return 0;
+}
+
+int
+droce_cq_poll(struct droce_cq *cq, struct ibv_wc *wc, int n)
+{
+	int i = 0;
+
+	while (i < n && cq->tail != cq->head) {
+		wc[i++] = cq->ring[cq->tail & (cq->size - 1)];
+		cq->tail++;
+	}
+	if (i == 0 && cq->overflow)
+		return -EOVERFLOW;
+	return i;
+}
+
+int
+droce_cq_arm(struct droce_cq *cq, int solicited_only)
+{
+	cq->armed = solicited_only ? 2 : 1;
+	return 0;
+}
+
+void
+droce_cq_set_notify(struct droce_cq *cq, droce_cq_notify_cb cb, void *arg)
+{
+	cq->notify = cb;
+	cq->notify_arg = arg;
+}

@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/* The device: limits, owner contexts (queues), PD, async events, stats. */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp_internal.h"
+
+void
+droce_dev_default_limits(struct droce_dev_limits *lim)
+{
+	memset(lim, 0, sizeof(*lim));
+	lim->max_qp = 4096;
+	lim->max_qp_wr = 16384;
+	lim->max_sge = 32;
+	lim->max_inline = 256;
+	lim->max_cq = 4096;
+	lim->max_cqe = 65536;
+	lim->max_mr = TP_KEY_SLOTS - 2;
+	lim->max_mr_size = 1ull << 40;
+	lim->max_pd = 4096;
+	lim->max_mw = 4096;
+	lim->max_srq = 1024;
+	lim->max_srq_wr = 16384;
+	lim->max_srq_sge = 32;
+	lim->max_qp_rd_atom = TP_MAX_RD_ATOMIC;
+	lim->max_ah = 65536;
+	lim->max_msg_sz = 1u << 31;
+}
+
+struct droce_dev *
+droce_dev_create(const struct droce_dev_conf *conf)
+{
+	struct droce_dev *dev;
+	uint32_t i, nq;
+
+	if (conf == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	dev = calloc(1, sizeof(*dev));
+	if (dev == NULL)
+		return NULL;
+	dev->conf = *conf;
+	if (dev->conf.eth_mtu == 0)
+		dev->conf.eth_mtu = 1500;
+	nq = conf->nb_queues ? conf->nb_queues : 1;
+	dev->conf.nb_queues = nq;
+	droce_dev_default_limits(&dev->lim);
+	if (conf->limits.max_qp)
+		dev->lim = conf->limits;
+	dev->rng = conf->seed ? conf->seed : 0x2545f4914f6cdd1dull;
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->keys = calloc(TP_KEY_SLOTS, sizeof(*dev->keys));
+	dev->qp_tab_size = TP_MIN_QPN + dev->lim.max_qp + nq;
+	dev->qp_tab = calloc(dev->qp_tab_size, sizeof(*dev->qp_tab));
+	dev->queues = calloc(nq, sizeof(*dev->queues));
+	if (dev->keys == NULL || dev->qp_tab == NULL || dev->queues == NULL) {
+		droce_dev_destroy(dev);
+		errno = ENOMEM;
+		return NULL;
+	}
+	dev->key_hint = 1;
+	for (i = 0; i < nq; i++) {
+		dev->queues[i].dev = dev;
+		dev->queues[i].index = i;
+	}
+	return dev;
+}
+
+void
+droce_dev_destroy(struct droce_dev *dev)
+{
+	uint32_t i;
+
+	if (dev == NULL)
+		return;
+	if (dev->queues)
+		for (i = 0; i < dev->conf.nb_queues; i++)
+			free(dev->queues[i].qps);
+	free(dev->queues);
+	free(dev->qp_tab);
+	free(dev->keys);
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
+}
+
+const struct droce_dev_limits *
+droce_dev_limits(const struct droce_dev *dev)
+{
+	return &dev->lim;
+}
+
+const struct droce_dev_conf *
+droce_dev_conf(const struct droce_dev *dev)
+{
+	return &dev->conf;
+}
+
+struct droce_tp_queue *
+droce_dev_queue(struct droce_dev *dev, uint32_t q)
+{
+	return q < dev->conf.nb_queues ? &dev->queues[q] : NULL;
+}
+
+uint32_t
+droce_qpn_queue(const struct droce_dev *dev, uint32_t qpn)
+{
+	return qpn % dev->conf.nb_queues;
+}
+
+void
+droce_dev_set_async_cb(struct droce_dev *dev, droce_async_cb cb, void *arg)
+{
+	dev->async_cb = cb;
+	dev->async_arg = arg;
+}
+
+void
+tp_async(struct droce_dev *dev, enum ibv_event_type type, void *obj)
+{
+	struct ibv_async_event ev;
+
+	if (dev->async_cb == NULL)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.event_type = type;
+	/* The driver maps droce objects to its own; pass ours through. */
+	ev.element.qp = obj;
+	dev->async_cb(dev->async_arg, &ev);
+}
+
+uint32_t
+tp_rand(struct droce_dev *dev)
+{
+	/* xorshift64*: initial PSNs and key bytes, seeded per device */
+	dev->rng ^= dev->rng >> 12;
+	dev->rng ^= dev->rng << 25;
+	dev->rng ^= dev->rng >> 27;
+	return (uint32_t)((dev->rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+void
+droce_tp_queue_set_io(struct droce_tp_queue *q, const struct droce_tp_io *io)
+{
+	q->io = *io;
+}
+
+int
+tp_queue_add_qp(struct droce_tp_queue *q, struct droce_qp *qp)
+{
+	if (q->nb_qps == q->cap_qps) {
+		uint32_t cap = q->cap_qps ? q->cap_qps * 2 : 16;
+		struct droce_qp **v = realloc(q->qps, cap * sizeof(*v));
+
+		if (v == NULL)
+			return -ENOMEM;
+		q->qps = v;
+		q->cap_qps = cap;
+	}
+	q->qps[q->nb_qps++] = qp;
+	return 0;
+}
+
+void
+tp_queue_del_qp(struct droce_tp_queue *q, struct droce_qp *qp)
+{
+	uint32_t i;
+
+	for (i = 0; i < q->nb_qps; i++) {
+		if (q->qps[i] == qp) {
+			q->qps[i] = q->qps[--q->nb_qps];
+			return;
+		}
+	}
+}
+
+struct droce_pd *
+droce_pd_alloc(struct droce_dev *dev)
+{
+	struct droce_pd *pd;
+
+	pthread_mutex_lock(&dev->lock);
+	if (dev->nb_pd >= dev->lim.max_pd) {
+		pthread_mutex_unlock(&dev->lock);
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (pd != NULL) {
+		pd->dev = dev;
+		dev->nb_pd++;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	if (pd == NULL)
+		errno = ENOMEM;
+	return pd;
+}
+
+int
+droce_pd_dealloc(struct droce_pd *pd)
+{
+	struct droce_dev *dev = pd->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	if (pd->refs) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EBUSY;
+	}
+	dev->nb_pd--;
+	pthread_mutex_unlock(&dev->lock);
+	free(pd);
+	return 0;
+}
+
+struct droce_ah *
+droce_ah_create(struct droce_pd *pd, const struct droce_av *av)
+{
+	struct droce_ah *ah;
+
+	if (av == NULL || av->sgid_index >= DROCE_MAX_GIDS ||
+			!pd->dev->conf.gids[av->sgid_index].valid) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ah = calloc(1, sizeof(*ah));
+	if (ah == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ah->pd = pd;
+	ah->av = *av;
+	pthread_mutex_lock(&pd->dev->lock);
+	pd->refs++;
+	pd->dev->nb_ah++;
+	pthread_mutex_unlock(&pd->dev->lock);
+	return ah;
+}
+
+int
+droce_ah_destroy(struct droce_ah *ah)
+{
+	struct droce_dev *dev = ah->pd->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	ah->pd->refs--;
+	dev->nb_ah--;
+	pthread_mutex_unlock(&dev->lock);
+	free(ah);
+	return 0;
+}
+
+struct ibv_ah *
+droce_ah_to_ibv(struct droce_ah *ah)
+{
+	return &ah->ibv;
+}
+
+struct droce_ah *
+droce_ah_from_ibv(struct ibv_ah *ah)
+{
+	return (struct droce_ah *)ah;
+}
+
+static void
+stats_add(struct droce_tp_stats *a, const struct droce_tp_stats *b)
+{
+	const uint64_t *s = (const uint64_t *)b;
+	uint64_t *d = (uint64_t *)a;
+	size_t i;
+
+	for (i = 0; i < sizeof(*a) / sizeof(uint64_t); i++)
+		d[i] += s[i];
+}
+
+void
+droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st)
+{
+	uint32_t i;
+
+	*st = q->st;
+	for (i = 0; i < q->nb_qps; i++)
+		stats_add(st, &q->qps[i]->st);
+}
+
+void
+droce_qp_stats(const struct droce_qp *qp, struct droce_tp_stats *st)
+{
+	*st = qp->st;
+}

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef TP_INTERNAL_H
+#define TP_INTERNAL_H
+
+/* lib/transport internals: object layouts and cross-file prototypes. */
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "droce_transport.h"
+
+#define TP_MIN_QPN		0x11	/* as rxe: 0 SMI, 1 GSI, 2-16 reserved */
+#define TP_MAX_UNACKED_PSNS	128	/* requester window, as rxe */
+#define TP_MAX_PKT_PER_ACK	64	/* AckReq on every 64th middle packet */
+#define TP_TX_BATCH		32
+#define TP_MAX_RD_ATOMIC	16
+#define TP_KEY_SLOTS		(1u << 16)
+
+#define TP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- memory keys ---- */
+
+enum tp_key_kind { TP_KEY_FREE = 0, TP_KEY_MR, TP_KEY_MW };
+
+/*
+ * An MR or MW. The verbs object comes first so that the verbs driver and
+ * embedding applications use it as their ibv_mr / ibv_mw.
+ */
+struct droce_mr {
+	struct ibv_mr ibv;
+	struct droce_pd *pd;
+	uint8_t *base;		/* host address of iova */
+	uint64_t iova;
+	uint64_t len;
+	unsigned int access;
+	uint32_t nb_mw;		/* windows bound to it */
+};
+
+struct droce_mw {
+	struct ibv_mw ibv;
+	struct droce_pd *pd;
+	enum ibv_mw_type type;
+	uint32_t key_index;
+	struct droce_mr *mr;	/* bound to, NULL when unbound */
+	uint8_t *base;
+	uint64_t iova;
+	uint64_t len;
+	unsigned int access;
+	struct droce_qp *qp;	/* type 2: the QP it is bound through */
+};
+
+struct tp_key {
+	enum tp_key_kind kind;
+	uint32_t key;		/* full current key: index << 8 | key byte */
+	void *obj;
+};
+
+struct droce_pd {
+	struct droce_dev *dev;
+	uint32_t refs;
+};
+
+struct droce_ah {
+	struct ibv_ah ibv;
+	struct droce_pd *pd;
+	struct droce_av av;
+};
+
+/* ---- completion queue ---- */
+
+struct droce_cq {
+	struct droce_dev *dev;
+	struct droce_tp_queue *queue;
+	struct ibv_wc *ring;
+	uint32_t size;		/* power of 2 */
+	uint32_t cqe;		/* what the user asked, rounded up */
+	uint32_t head, tail;	/* free-running */
+	uint32_t refs;
+	int overflow;
+	int armed;		/* 0, 1 any, 2 solicited only */
+	droce_cq_notify_cb notify;
+	void *notify_arg;
+};
+
+/* ---- receive queues ---- */
+
+struct tp_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct ibv_sge *sge;	/* points into the queue's sge array */
+};
+
+struct tp_rq {
+	struct tp_rwqe *wqe;
+	struct ibv_sge *sges;
+	uint32_t size;		/* power of 2 */
+	uint32_t max_sge;
+	uint32_t head, tail;	/* free-running: post at head, consume at tail */
+};
+
+struct droce_srq {
+	struct droce_pd *pd;
+	struct droce_tp_queue *queue;
+	struct tp_rq rq;
+	uint32_t limit;
+	uint32_t refs;
+	uint32_t max_wr;
+};
+
+/* ---- send queue ---- */
+
+enum tp_wqe_state {
+	TP_WQE_POSTED = 0,	/* not started */
+	TP_WQE_SENDING,		/* some packets sent */
+	TP_WQE_SENT,		/* all packets sent, awaiting ACK/response */
+	TP_WQE_DONE,		/* completion status decided */
+};
+
+struct tp_swqe {
+	uint64_t wr_id;
+	enum ibv_wr_opcode opcode;
+	unsigned int flags;
+	uint32_t imm_or_inv;	/* imm_data (network order) or invalidate rkey */
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint64_t compare_add;
+	uint64_t swap;
+	struct droce_ah *ah;	/* UD */
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
+	struct droce_mw *mw;	/* BIND_MW */
+	struct ibv_mw_bind_info bind;
+	uint32_t bind_rkey;
+	uint32_t num_sge;
+	struct ibv_sge *sge;	/* into the SQ's sge array */
+	uint8_t *inline_data;	/* into the SQ's inline buffer, or NULL */
+	uint64_t length;	/* total message bytes */
+	enum tp_wqe_state state;
+	enum ibv_wc_status status;
+	uint32_t first_psn;
+	uint32_t npsn;		/* PSNs the message takes (READ: responses) */
+	uint64_t read_done;	/* READ: bytes received */
+	uint64_t atomic_orig;
+	int signaled;
+};
+
+struct tp_sq {
+	struct tp_swqe *wqe;
+	struct ibv_sge *sges;
+	uint8_t *inline_buf;
+	uint32_t size;		/* power of 2 */
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint32_t head;		/* next to post */
+	uint32_t tail;		/* oldest not completed */
+	uint32_t cur;		/* next to transmit */
+};
+
+/* ---- responder resources (READ, atomic) ---- */
+
+struct tp_res {
+	int valid;
+	int is_atomic;
+	uint32_t first_psn;
+	uint32_t last_psn;
+	/* READ */
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+	uint32_t cur_psn;	/* next response to send */
+	uint32_t sent;		/* bytes already sent */
+	int pending;		/* responses still to send */
+	uint8_t *base;		/* resolved source */
+	/* atomic */
+	uint64_t orig;
+	uint32_t msn;
+};
+
+/* ---- the queue pair ---- */
+
+struct droce_qp {
+	struct droce_dev *dev;
+	struct droce_pd *pd;
+	struct droce_tp_queue *queue;
+	enum ibv_qp_type type;
+	uint32_t qpn;
+	enum ibv_qp_state state;
+	struct droce_cq *scq, *rcq;
+	struct droce_srq *srq;
+	int sq_sig_all;
+	struct ibv_qp_cap cap;
+
+	/* attributes */
+	uint32_t dest_qpn;
+	uint32_t qkey;
+	unsigned int access;
+	uint32_t mtu;		/* path MTU bytes */
+	enum ibv_mtu mtu_enum;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;
+	uint8_t min_rnr_timer;
+	uint8_t max_rd_atomic;
+	uint8_t max_dest_rd_atomic;
+	uint16_t pkey_index;
+	uint8_t port_num;
+	int sq_draining;
+	struct droce_av av;
+	struct droce_pkt tmpl;	/* header template from the AV */
+
+	/* requester */
+	struct tp_sq sq;
+	uint32_t sq_psn;	/* initial send PSN */
+	uint32_t psn;		/* next PSN to send */
+	uint32_t psn_hw;	/* highest next-PSN ever sent */
+	uint32_t una;		/* oldest unacknowledged PSN */
+	uint64_t cur_off;	/* bytes of sq.cur already sent */
+	uint32_t noack_pkts;
+	uint32_t rd_atomic_out;	/* READ/atomic WQEs outstanding */
+	uint8_t retries_left;
+	uint8_t rnr_left;
+	uint64_t ack_deadline;	/* retransmit timer, 0 = off */
+	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
+	int need_retransmit;
+	uint32_t last_acked_psn; /* for duplicate-ACK detection */
+
+	/* responder */
+	struct tp_rq rq;
+	uint32_t epsn;
+	uint32_t msn;
+	int nak_sent;		/* one sequence NAK per gap */
+	int uc_drop;		/* UC: drop until next First/Only */
+	/* message in progress (multi-packet SEND or WRITE) */
+	int rx_msg;		/* 0 none, 1 SEND, 2 WRITE in progress */
+	int rx_have_wqe;
+	struct tp_rwqe rx_wqe;
+	uint64_t rx_off;
+	int rx_err;		/* enum ibv_wc_status + 1, 0 none */
+	uint8_t *rx_write_base;	/* WRITE target */
+	uint64_t rx_write_left;
+	int rx_write_ok;
+	/* ACK to send */
+	int ack_pending;
+	uint32_t ack_psn;
+	uint8_t ack_syndrome;
+	int ack_is_nak;
+	struct tp_res res[TP_MAX_RD_ATOMIC];
+	uint32_t res_next;	/* ring position */
+	uint32_t res_send;	/* oldest with pending responses */
+	int atomic_ack_pending;	/* index + 1 */
+
+	struct droce_tp_stats st;
+	int on_active;		/* in the queue's active list */
+	struct droce_qp *next_active;
+};
+
+/* ---- owner context ---- */
+
+struct droce_tp_queue {
+	struct droce_dev *dev;
+	uint32_t index;
+	struct droce_tp_io io;
+	struct droce_tp_stats st;
+	struct droce_qp **qps;	/* this queue's QPs */
+	uint32_t nb_qps, cap_qps;
+	uint64_t now;
+	/* tx batch of the current progress call */
+	struct droce_txbuf tx[TP_TX_BATCH];
+	uint32_t tx_n, tx_used;
+	uint32_t tx_budget;
+};
+
+struct droce_dev {
+	struct droce_dev_conf conf;
+	struct droce_dev_limits lim;
+	pthread_mutex_t lock;
+	struct tp_key *keys;	/* MR/MW by key index */
+	uint32_t key_hint;
+	struct droce_qp **qp_tab;	/* by QPN */
+	uint32_t qp_tab_size;
+	uint32_t nb_qp, nb_cq, nb_pd, nb_mr, nb_mw, nb_srq, nb_ah;
+	struct droce_tp_queue *queues;
+	droce_async_cb async_cb;
+	void *async_arg;
+	uint64_t rng;
+};
+
+/* tp_dev.c */
+uint32_t tp_rand(struct droce_dev *dev);
+void tp_async(struct droce_dev *dev, enum ibv_event_type type, void *obj);
+int tp_queue_add_qp(struct droce_tp_queue *q, struct droce_qp *qp);
+void tp_queue_del_qp(struct droce_tp_queue *q, struct droce_qp *qp);
+
+/* tp_mr.c */
+struct droce_mr *tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd,
+		uint32_t lkey);
+/* Resolve [va, va+len) under rkey with access; NULL if not allowed. */
+uint8_t *tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va,
+		uint64_t len, unsigned int access);
+int tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey);
+int tp_bind_mw(struct droce_qp *qp, struct droce_mw *mw,
+		const struct ibv_mw_bind_info *b, uint32_t new_rkey);
+/* Check every SGE of a list against its lkey: 0 or -EPERM. */
+int tp_sge_check(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, unsigned int need_access);
+/* Copy between an SGE list (at byte offset off) and a flat buffer. */
+int tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		uint8_t *dst, uint32_t len);
+int tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		const uint8_t *src, uint32_t len);
+uint64_t tp_sge_total(const struct ibv_sge *sge, uint32_t n);
+
+/* tp_cq.c */
+int tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited);
+
+/* tp_qp.c */
+void tp_qp_to_error(struct droce_qp *qp);
+void tp_qp_flush(struct droce_qp *qp);
+void tp_qp_activate(struct droce_qp *qp);
+
+/* tp_req.c */
+int tp_req_progress(struct droce_qp *qp);
+void tp_req_timers(struct droce_qp *qp, uint64_t now);
+void tp_req_complete_ready(struct droce_qp *qp);
+int tp_req_busy(const struct droce_qp *qp);
+
+/* tp_comp.c */
+void tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt);
+void tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st);
+
+/* tp_resp.c */
+int tp_resp_progress(struct droce_qp *qp);
+int tp_resp_busy(const struct droce_qp *qp);
+
+/* tp_tx.c */
+uint8_t *tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b);
+void tp_tx_done(struct droce_tp_queue *q, struct droce_txbuf *b, uint32_t len);
+void tp_tx_flush(struct droce_tp_queue *q);
+int tp_tx_room(struct droce_tp_queue *q);
+/* Build headers for one packet of qp into buf; returns header length. */
+int tp_build_hdr(struct droce_qp *qp, struct droce_pkt *pkt, uint8_t *buf,
+		uint32_t cap);
+void tp_qp_set_template(struct droce_qp *qp);
+void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
+		const struct droce_ah *ah);
+uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
+int tp_wc_opcode_send(enum ibv_wr_opcode op);
+void tp_req_rewind(struct droce_qp *qp, uint32_t psn);
+void tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
+		const uint8_t *frame);
+
+/* rq */
+int tp_rq_init(struct tp_rq *rq, uint32_t wr, uint32_t sge);
+void tp_rq_free(struct tp_rq *rq);
+int tp_rq_post(struct tp_rq *rq, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad_wr);
+int tp_rq_pop(struct tp_rq *rq, struct tp_rwqe *out);
+static inline uint32_t
+tp_rq_count(const struct tp_rq *rq)
+{
+	return rq->head - rq->tail;
+}
+
+static inline uint32_t
+tp_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+#endif /* TP_INTERNAL_H */

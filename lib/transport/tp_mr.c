@@ -1,0 +1,475 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Memory regions and windows share one key space: key = slot << 8 | key
+ * byte. lkey == rkey for an MR (as rxe). The key byte changes every time a
+ * slot is reused or a window rebound, so a stale key never matches.
+ * Lookups on the fast path read the slot table without the lock; slots
+ * change only on the slow path, under the device lock.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tp_internal.h"
+
+/* Last key byte handed out per slot, so reuse gives a different one. */
+static uint8_t
+next_key_byte(struct tp_key *k)
+{
+	return (uint8_t)((k->key & 0xff) + 1 + (k->key >> 24 & 0x3));
+}
+
+static int
+key_alloc(struct droce_dev *dev, enum tp_key_kind kind, void *obj,
+		uint32_t *key)
+{
+	uint32_t i, s;
+
+	for (i = 0; i < TP_KEY_SLOTS - 1; i++) {
+		s = (dev->key_hint + i) % (TP_KEY_SLOTS - 1) + 1;
+		if (dev->keys[s].kind == TP_KEY_FREE) {
+			uint8_t b = next_key_byte(&dev->keys[s]);
+
+			dev->keys[s].kind = kind;
+			dev->keys[s].obj = obj;
+			dev->keys[s].key = s << 8 | b;
+			dev->key_hint = s + 1;
+			*key = dev->keys[s].key;
+			return 0;
+		}
+	}
+	return -ENOMEM;
+}
+
+static struct tp_key *
+key_find(struct droce_dev *dev, uint32_t key)
+{
+	uint32_t s = key >> 8;
+	struct tp_key *k;
+
+	if (s == 0 || s >= TP_KEY_SLOTS)
+		return NULL;
+	k = &dev->keys[s];
+	if (k->kind == TP_KEY_FREE || k->key != key)
+		return NULL;
+	return k;
+}
+
+struct droce_mr *
+droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
+		unsigned int access)
+{
+	struct droce_dev *dev = pd->dev;
+	struct droce_mr *mr;
+	uint32_t key;
+
+	/* Remote write or atomic needs local write (IBTA 10.6.3.1). */
+	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+			!(access & IBV_ACCESS_LOCAL_WRITE)) ||
+			len > dev->lim.max_mr_size ||
+			(addr == NULL && len != 0)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (mr == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (dev->nb_mr >= dev->lim.max_mr ||
+			key_alloc(dev, TP_KEY_MR, mr, &key) != 0) {
+		pthread_mutex_unlock(&dev->lock);
+		free(mr);
+		errno = ENOMEM;
+		return NULL;
+	}
+	dev->nb_mr++;
+	pd->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	mr->pd = pd;
+	mr->base = addr;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->len = len;
+	mr->access = access;
+	mr->ibv.addr = addr;
+	mr->ibv.length = len;
+	mr->ibv.lkey = key;
+	mr->ibv.rkey = key;
+	return mr;
+}
+
+int
+droce_mr_dereg(struct droce_mr *mr)
+{
+	struct droce_dev *dev = mr->pd->dev;
+	struct tp_key *k;
+
+	pthread_mutex_lock(&dev->lock);
+	if (mr->nb_mw) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EBUSY;
+	}
+	k = key_find(dev, mr->ibv.lkey);
+	if (k != NULL)
+		k->kind = TP_KEY_FREE;
+	dev->nb_mr--;
+	mr->pd->refs--;
+	pthread_mutex_unlock(&dev->lock);
+	free(mr);
+	return 0;
+}
+
+uint32_t
+droce_mr_lkey(const struct droce_mr *mr)
+{
+	return mr->ibv.lkey;
+}
+
+uint32_t
+droce_mr_rkey(const struct droce_mr *mr)
+{
+	return mr->ibv.rkey;
+}
+
+struct ibv_mr *
+droce_mr_to_ibv(struct droce_mr *mr)
+{
+	return &mr->ibv;
+}
+
+struct droce_mr *
+droce_mr_from_ibv(struct ibv_mr *mr)
+{
+	return (struct droce_mr *)mr;
+}
+
+struct droce_mw *
+droce_mw_alloc(struct droce_pd *pd, enum ibv_mw_type type)
+{
+	struct droce_dev *dev = pd->dev;
+	struct droce_mw *mw;
+	uint32_t key;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mw = calloc(1, sizeof(*mw));
+	if (mw == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (dev->nb_mw >= dev->lim.max_mw ||
+			key_alloc(dev, TP_KEY_MW, mw, &key) != 0) {
+		pthread_mutex_unlock(&dev->lock);
+		free(mw);
+		errno = ENOMEM;
+		return NULL;
+	}
+	dev->nb_mw++;
+	pd->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	mw->pd = pd;
+	mw->type = type;
+	mw->key_index = key >> 8;
+	mw->ibv.rkey = key;
+	mw->ibv.type = type;
+	return mw;
+}
+
+static void
+mw_unbind_locked(struct droce_mw *mw)
+{
+	if (mw->mr != NULL) {
+		mw->mr->nb_mw--;
+		mw->mr = NULL;
+	}
+	mw->len = 0;
+	mw->access = 0;
+}
+
+int
+droce_mw_dealloc(struct droce_mw *mw)
+{
+	struct droce_dev *dev = mw->pd->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	mw_unbind_locked(mw);
+	dev->keys[mw->key_index].kind = TP_KEY_FREE;
+	dev->nb_mw--;
+	mw->pd->refs--;
+	pthread_mutex_unlock(&dev->lock);
+	free(mw);
+	return 0;
+}
+
+uint32_t
+droce_mw_rkey(const struct droce_mw *mw)
+{
+	return mw->ibv.rkey;
+}
+
+struct ibv_mw *
+droce_mw_to_ibv(struct droce_mw *mw)
+{
+	return &mw->ibv;
+}
+
+struct droce_mw *
+droce_mw_from_ibv(struct ibv_mw *mw)
+{
+	return (struct droce_mw *)mw;
+}
+
+/*
+ * Bind a window to [addr, addr+length) of an MR (IBTA 10.6.7). The MR must
+ * allow MW binding and cover the range; remote access needs local write on
+ * the MR as for an MR. new_rkey: the full key to take (type 2: the
+ * caller's key byte; type 1: a fresh byte).
+ */
+int
+tp_bind_mw(struct droce_qp *qp, struct droce_mw *mw,
+		const struct ibv_mw_bind_info *b, uint32_t new_rkey)
+{
+	struct droce_dev *dev = qp->dev;
+	struct droce_mr *mr;
+	struct tp_key *k;
+
+	if (b->mr == NULL && b->length == 0) {
+		/* zero length: unbind */
+		pthread_mutex_lock(&dev->lock);
+		mw_unbind_locked(mw);
+		pthread_mutex_unlock(&dev->lock);
+		return 0;
+	}
+	if (b->mr == NULL)
+		return -EINVAL;
+	mr = droce_mr_from_ibv(b->mr);
+	if (mr->pd != qp->pd || mw->pd != qp->pd)
+		return -EPERM;
+	if (!(mr->access & IBV_ACCESS_MW_BIND))
+		return -EACCES;
+	if (b->addr < mr->iova || b->length > mr->len ||
+			b->addr - mr->iova > mr->len - b->length)
+		return -EINVAL;
+	if ((b->mw_access_flags & (IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_ATOMIC)) &&
+			!(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		return -EACCES;
+	pthread_mutex_lock(&dev->lock);
+	mw_unbind_locked(mw);
+	k = &dev->keys[mw->key_index];
+	k->key = (mw->key_index << 8) | (new_rkey & 0xff);
+	mw->ibv.rkey = k->key;
+	mw->mr = mr;
+	mr->nb_mw++;
+	mw->base = mr->base + (b->addr - mr->iova);
+	mw->iova = b->addr;
+	mw->len = b->length;
+	mw->access = b->mw_access_flags;
+	mw->qp = mw->type == IBV_MW_TYPE_2 ? qp : NULL;
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+int
+droce_mw_bind1(struct droce_qp *qp, struct droce_mw *mw,
+		const struct ibv_mw_bind *bind, uint32_t *new_rkey)
+{
+	struct ibv_send_wr wr, *bad;
+	int rc;
+
+	if (mw->type != IBV_MW_TYPE_1)
+		return -EINVAL;
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = bind->wr_id;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = bind->send_flags;
+	wr.bind_mw.mw = &mw->ibv;
+	wr.bind_mw.rkey = (mw->ibv.rkey & ~0xffu) |
+		((mw->ibv.rkey + 1) & 0xff);
+	wr.bind_mw.bind_info = bind->bind_info;
+	rc = droce_qp_post_send(qp, &wr, &bad);
+	if (rc)
+		return -rc;
+	*new_rkey = wr.bind_mw.rkey;
+	return 0;
+}
+
+/* Invalidate an rkey (LOCAL_INV, SEND_WITH_INV): only type 2 windows. */
+int
+tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey)
+{
+	struct droce_dev *dev = qp->dev;
+	struct tp_key *k;
+	struct droce_mw *mw;
+
+	pthread_mutex_lock(&dev->lock);
+	k = key_find(dev, rkey);
+	if (k == NULL || k->kind != TP_KEY_MW) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EINVAL;
+	}
+	mw = k->obj;
+	if (mw->type != IBV_MW_TYPE_2 || mw->pd != qp->pd) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EINVAL;
+	}
+	mw_unbind_locked(mw);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+struct droce_mr *
+tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd, uint32_t lkey)
+{
+	struct tp_key *k = key_find(dev, lkey);
+	struct droce_mr *mr;
+
+	if (k == NULL || k->kind != TP_KEY_MR)
+		return NULL;
+	mr = k->obj;
+	return mr->pd == pd ? mr : NULL;
+}
+
+uint8_t *
+tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+		unsigned int access)
+{
+	struct tp_key *k = key_find(qp->dev, rkey);
+	uint8_t *base;
+	uint64_t iova, mlen;
+	unsigned int acc;
+
+	if (k == NULL)
+		return NULL;
+	if (k->kind == TP_KEY_MR) {
+		struct droce_mr *mr = k->obj;
+
+		if (mr->pd != qp->pd)
+			return NULL;
+		base = mr->base;
+		iova = mr->iova;
+		mlen = mr->len;
+		acc = mr->access;
+	} else {
+		struct droce_mw *mw = k->obj;
+
+		if (mw->mr == NULL || mw->pd != qp->pd ||
+				(mw->qp != NULL && mw->qp != qp))
+			return NULL;
+		base = mw->base;
+		iova = mw->iova;
+		mlen = mw->len;
+		acc = mw->access;
+	}
+	if ((acc & access) != access)
+		return NULL;
+	/* [va, va+len) inside [iova, iova+mlen), without overflow */
+	if (va < iova || len > mlen || va - iova > mlen - len)
+		return NULL;
+	return base + (va - iova);
+}
+
+uint64_t
+tp_sge_total(const struct ibv_sge *sge, uint32_t n)
+{
+	uint64_t t = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		t += sge[i].length;
+	return t;
+}
+
+static uint8_t *
+sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
+		unsigned int need)
+{
+	struct droce_mr *mr = tp_lkey_lookup(dev, pd, s->lkey);
+	uint64_t a;
+
+	if (mr == NULL || (mr->access & need) != need)
+		return NULL;
+	/* ZERO_BASED MRs take addresses as offsets; others virtual. */
+	a = (mr->access & IBV_ACCESS_ZERO_BASED) ? s->addr :
+		s->addr - (uint64_t)(uintptr_t)mr->base;
+	if (s->addr < ((mr->access & IBV_ACCESS_ZERO_BASED) ? 0 :
+			(uint64_t)(uintptr_t)mr->base) ||
+			s->length > mr->len || a > mr->len - s->length)
+		return NULL;
+	return mr->base + a;
+}
+
+int
+tp_sge_check(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, unsigned int need)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (sge[i].length && sge_addr(dev, pd, &sge[i], need) == NULL)
+			return -EPERM;
+	return 0;
+}
+
+/* Gather len bytes at byte offset off of an SGE list (checked before). */
+int
+tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		uint8_t *dst, uint32_t len)
+{
+	uint32_t i, c;
+	uint8_t *src;
+
+	for (i = 0; i < n && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		c = sge[i].length - (uint32_t)off;
+		if (c > len)
+			c = len;
+		src = sge_addr(dev, pd, &sge[i], 0);
+		if (src == NULL)
+			return -EPERM;
+		memcpy(dst, src + off, c);
+		dst += c;
+		len -= c;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : 0;
+}
+
+int
+tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		const uint8_t *src, uint32_t len)
+{
+	uint32_t i, c;
+	uint8_t *dst;
+
+	for (i = 0; i < n && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		c = sge[i].length - (uint32_t)off;
+		if (c > len)
+			c = len;
+		dst = sge_addr(dev, pd, &sge[i], IBV_ACCESS_LOCAL_WRITE);
+		if (dst == NULL)
+			return -EPERM;
+		memcpy(dst + off, src, c);
+		src += c;
+		len -= c;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : 0;
+}

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Posting, as ibv_post_send(3) / ibv_post_recv(3) and the QP-state rules
+ * say: stop at the first WR that fails, return its errno (EINVAL for a bad
+ * value or a state that does not accept WRs, ENOMEM for a full queue),
+ * point *bad_wr at it, and post nothing from it on.
+ *  - send: RESET, INIT, RTR fail at once; RTS processes; SQD queues
+ *    without processing; SQE and ERR accept and flush (WR_FLUSH_ERR).
+ *  - receive: RESET fails; INIT and later accept (ERR: flushed).
+ */
+
+#include <errno.h>
+#include <string.h>
+
+#include "tp_internal.h"
+
+/* Which WR opcodes each transport accepts (ibv_post_send(3) table). */
+static int
+opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		return 1;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+	case IBV_WR_SEND_WITH_INV:
+		return t == IBV_QPT_RC || t == IBV_QPT_UC;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return t == IBV_QPT_RC;
+	default:
+		return 0;
+	}
+}
+
+static int
+check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr)
+{
+	uint64_t len;
+
+	if (!opcode_ok(qp->type, wr->opcode))
+		return EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge ||
+			(wr->num_sge > 0 && wr->sg_list == NULL))
+		return EINVAL;
+	len = wr->num_sge ? tp_sge_total(wr->sg_list, wr->num_sge) : 0;
+	if (len > qp->dev->lim.max_msg_sz)
+		return EINVAL;
+	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->sq.max_inline &&
+			wr->opcode != IBV_WR_RDMA_READ)
+		return EINVAL;
+	if ((wr->send_flags & IBV_SEND_FENCE) && qp->type != IBV_QPT_RC)
+		return EINVAL;
+	switch (wr->opcode) {
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		/* 8 bytes, 8-byte aligned remote address (IBTA 9.4.5) */
+		if ((wr->wr.atomic.remote_addr & 7) || len != 8 ||
+				(wr->send_flags & IBV_SEND_INLINE))
+			return EINVAL;
+		break;
+	case IBV_WR_RDMA_READ:
+		if (wr->send_flags & IBV_SEND_INLINE)
+			return EINVAL;
+		break;
+	case IBV_WR_BIND_MW:
+		if (wr->bind_mw.mw == NULL)
+			return EINVAL;
+		break;
+	default:
+		break;
+	}
+	if (qp->type == IBV_QPT_UD) {
+		if (wr->wr.ud.ah == NULL)
+			return EINVAL;
+		/* A UD message is one packet. */
+		if (len > droce_mtu_to_bytes(droce_eth_mtu_to_path_mtu(
+				qp->dev->conf.eth_mtu)))
+			return EINVAL;
+	}
+	return 0;
+}
+
+static void
+fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr)
+{
+	w->wr_id = wr->wr_id;
+	w->opcode = wr->opcode;
+	w->flags = wr->send_flags;
+	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
+	w->imm_or_inv = wr->opcode == IBV_WR_SEND_WITH_INV ||
+		wr->opcode == IBV_WR_LOCAL_INV ? wr->invalidate_rkey :
+		wr->imm_data;
+	w->num_sge = (uint32_t)wr->num_sge;
+	w->length = wr->num_sge ? tp_sge_total(wr->sg_list, wr->num_sge) : 0;
+	w->state = TP_WQE_POSTED;
+	w->status = IBV_WC_SUCCESS;
+	w->read_done = 0;
+	w->inline_data = NULL;
+	switch (wr->opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		w->remote_addr = wr->wr.rdma.remote_addr;
+		w->rkey = wr->wr.rdma.rkey;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		w->remote_addr = wr->wr.atomic.remote_addr;
+		w->rkey = wr->wr.atomic.rkey;
+		w->compare_add = wr->wr.atomic.compare_add;
+		w->swap = wr->wr.atomic.swap;
+		break;
+	case IBV_WR_BIND_MW:
+		w->mw = droce_mw_from_ibv(wr->bind_mw.mw);
+		w->bind = wr->bind_mw.bind_info;
+		w->bind_rkey = wr->bind_mw.rkey;
+		break;
+	default:
+		break;
+	}
+	if (qp->type == IBV_QPT_UD) {
+		w->ah = droce_ah_from_ibv(wr->wr.ud.ah);
+		w->remote_qpn = wr->wr.ud.remote_qpn;
+		w->remote_qkey = wr->wr.ud.remote_qkey;
+	}
+	if ((wr->send_flags & IBV_SEND_INLINE) && w->length) {
+		/* Copy now: the caller may reuse its buffer at once. */
+		uint8_t *d = qp->sq.inline_buf + (size_t)(w - qp->sq.wqe) *
+			qp->sq.max_inline;
+		int i;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(d, (void *)(uintptr_t)wr->sg_list[i].addr,
+				wr->sg_list[i].length);
+			d += wr->sg_list[i].length;
+		}
+		w->inline_data = qp->sq.inline_buf +
+			(size_t)(w - qp->sq.wqe) * qp->sq.max_inline;
+		w->num_sge = 0;
+	} else if (w->num_sge) {
+		memcpy(w->sge, wr->sg_list, sizeof(*w->sge) * w->num_sge);
+	}
+}
+
+int
+droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
+		struct ibv_send_wr **bad_wr)
+{
+	int rc;
+
+	switch (qp->state) {
+	case IBV_QPS_RESET:
+	case IBV_QPS_INIT:
+	case IBV_QPS_RTR:
+		*bad_wr = wr;
+		return EINVAL;
+	default:
+		break;
+	}
+	for (; wr != NULL; wr = wr->next) {
+		rc = check_send_wr(qp, wr);
+		if (rc == 0 && qp->sq.head - qp->sq.tail >= qp->sq.size)
+			rc = ENOMEM;
+		if (rc) {
+			*bad_wr = wr;
+			return rc;
+		}
+		fill_swqe(qp, &qp->sq.wqe[qp->sq.head & (qp->sq.size - 1)], wr);
+		qp->sq.head++;
+	}
+	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_SQE)
+		tp_qp_flush(qp);
+	return 0;
+}
+
+int
+droce_qp_post_recv(struct droce_qp *qp, struct ibv_recv_wr *wr,
+		struct ibv_recv_wr **bad_wr)
+{
+	int rc;
+
+	if (qp->srq != NULL || qp->state == IBV_QPS_RESET) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	rc = tp_rq_post(&qp->rq, wr, bad_wr);
+	if (qp->state == IBV_QPS_ERR)
+		tp_qp_flush(qp);
+	return rc;
+}

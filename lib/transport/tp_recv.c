@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * A queue's two entry points: received frames in (parse, validate, find
+ * the QP, hand to the responder or the completer) and progress (timers,
+ * responses and ACKs, then requests, up to a frame budget).
+ */
+
+#include <string.h>
+
+#include "tp_internal.h"
+
+static int
+transport_matches(const struct droce_qp *qp, uint8_t opcode)
+{
+	switch (opcode & 0xe0) {
+	case DROCE_TRANSPORT_RC:
+		return qp->type == IBV_QPT_RC;
+	case DROCE_TRANSPORT_UC:
+		return qp->type == IBV_QPT_UC;
+	case DROCE_TRANSPORT_UD:
+		return qp->type == IBV_QPT_UD;
+	default:
+		return 0;
+	}
+}
+
+static void
+rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
+{
+	static const struct droce_parse_opts opts = {
+		.path_mtu = 4096,
+		.transports = 1u << (DROCE_TRANSPORT_RC >> 5) |
+			1u << (DROCE_TRANSPORT_UC >> 5) |
+			1u << (DROCE_TRANSPORT_UD >> 5) |
+			1u << (DROCE_TRANSPORT_CNP >> 5),
+	};
+	struct droce_dev *dev = q->dev;
+	struct droce_pkt pkt;
+	struct droce_qp *qp;
+	int rc;
+
+	q->st.rx_pkts++;
+	q->st.rx_bytes += len;
+	rc = droce_wire_parse(frame, len, &opts, &pkt);
+	if (rc != 0) {
+		q->st.rx_drop_parse[-rc]++;
+		return;
+	}
+	if (pkt.opcode == DROCE_OP_CNP)
+		return;	/* no congestion control yet: counted, ignored */
+	if (pkt.dqpn >= dev->qp_tab_size || pkt.pkey != 0xffff) {
+		q->st.rx_drop_noqp++;
+		return;
+	}
+	qp = dev->qp_tab[pkt.dqpn];
+	if (qp == NULL || qp->queue != q || !transport_matches(qp, pkt.opcode)) {
+		q->st.rx_drop_noqp++;
+		return;
+	}
+	/* Connected QPs take frames only from their peer and path MTU. */
+	if (qp->type != IBV_QPT_UD) {
+		if (memcmp(pkt.sgid, qp->av.dgid, 16) != 0 ||
+				pkt.payload_len > qp->mtu) {
+			q->st.rx_drop_state++;
+			return;
+		}
+	}
+	qp->st.rx_pkts++;
+	qp->st.rx_bytes += len;
+	if (droce_opcode_info[pkt.opcode].flags & DROCE_OPF_RESP)
+		tp_comp_rx(qp, &pkt);
+	else
+		tp_resp_rx_frame(qp, &pkt, frame);
+}
+
+uint32_t
+droce_tp_rx_burst(struct droce_tp_queue *q, const uint8_t *const *frames,
+		const uint32_t *lens, uint32_t n, uint64_t now_ns)
+{
+	uint32_t i;
+
+	q->now = now_ns;
+	for (i = 0; i < n; i++)
+		rx_one(q, frames[i], lens[i]);
+	return n;
+}
+
+uint32_t
+droce_tp_progress(struct droce_tp_queue *q, uint64_t now_ns, uint32_t budget)
+{
+	uint32_t i, sent = 0, before;
+
+	q->now = now_ns;
+	q->tx_budget = budget;
+	for (i = 0; i < q->nb_qps; i++) {
+		struct droce_qp *qp = q->qps[i];
+
+		tp_req_timers(qp, now_ns);
+		sent += tp_resp_progress(qp);
+	}
+	/* Requests take turns: each QP sends what it can until the budget. */
+	do {
+		before = sent;
+		for (i = 0; i < q->nb_qps && q->tx_budget; i++)
+			sent += tp_req_progress(q->qps[i]);
+	} while (sent != before && q->tx_budget);
+	tp_tx_flush(q);
+	return sent;
+}
+
+bool
+droce_tp_queue_busy(const struct droce_tp_queue *q)
+{
+	uint32_t i;
+
+	for (i = 0; i < q->nb_qps; i++) {
+		const struct droce_qp *qp = q->qps[i];
+
+		if (tp_resp_busy(qp))
+			return true;
+		if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
+				qp->sq.cur != qp->sq.head && !qp->rnr_deadline)
+			return true;
+	}
+	return false;
+}
+
+uint64_t
+droce_tp_next_deadline(const struct droce_tp_queue *q)
+{
+	uint64_t t = UINT64_MAX;
+	uint32_t i;
+
+	for (i = 0; i < q->nb_qps; i++) {
+		const struct droce_qp *qp = q->qps[i];
+
+		if (qp->ack_deadline && qp->ack_deadline < t)
+			t = qp->ack_deadline;
+		if (qp->rnr_deadline && qp->rnr_deadline < t)
+			t = qp->rnr_deadline;
+	}
+	return t;
+}

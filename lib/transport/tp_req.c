@@ -1,0 +1,449 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Requester: turns send WQEs into request packets (segmented by path MTU,
+ * First/Middle/Last/Only), assigns PSNs, keeps a bounded window of
+ * unacknowledged PSNs, honours READ/atomic credits and FENCE, and runs the
+ * retransmission (local ACK timeout) and RNR timers. Retransmission is
+ * go-back-N: rewind to the WQE holding the PSN and send again from there.
+ */
+
+#include <string.h>
+
+#include "tp_internal.h"
+
+static inline struct tp_swqe *
+wqe_at(struct droce_qp *qp, uint32_t i)
+{
+	return &qp->sq.wqe[i & (qp->sq.size - 1)];
+}
+
+static uint32_t
+msg_npsn(const struct droce_qp *qp, uint64_t len)
+{
+	uint64_t n = (len + qp->mtu - 1) / qp->mtu;
+
+	return n ? (uint32_t)n : 1;
+}
+
+static int
+is_rd_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
+		op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Mark a WQE done with status; completions go out in order later. */
+static void
+wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
+{
+	if (w->state == TP_WQE_DONE)
+		return;
+	if (is_rd_atomic(w->opcode) && w->state != TP_WQE_POSTED &&
+			qp->rd_atomic_out)
+		qp->rd_atomic_out--;
+	w->state = TP_WQE_DONE;
+	w->status = st;
+}
+
+/* Complete, in order, the WQEs at the tail that are done. */
+void
+tp_req_complete_ready(struct droce_qp *qp)
+{
+	struct ibv_wc wc;
+
+	while (qp->sq.tail != qp->sq.head) {
+		struct tp_swqe *w = wqe_at(qp, qp->sq.tail);
+
+		if (w->state != TP_WQE_DONE)
+			break;
+		if (w->signaled || w->status != IBV_WC_SUCCESS) {
+			memset(&wc, 0, sizeof(wc));
+			wc.wr_id = w->wr_id;
+			wc.status = w->status;
+			wc.opcode = tp_wc_opcode_send(w->opcode);
+			wc.qp_num = qp->qpn;
+			if (w->opcode == IBV_WR_RDMA_READ ||
+					w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+					w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+				wc.byte_len = (uint32_t)w->length;
+			tp_cq_push(qp->scq, &wc, 0);
+		}
+		qp->sq.tail++;
+		if ((int32_t)(qp->sq.cur - qp->sq.tail) < 0) {
+			/* completed ahead of a rewound cur */
+			qp->sq.cur = qp->sq.tail;
+			qp->cur_off = 0;
+		}
+		if (w->status != IBV_WC_SUCCESS) {
+			tp_qp_to_error(qp);
+			return;
+		}
+	}
+	if (qp->state == IBV_QPS_SQD && qp->sq_draining &&
+			qp->sq.tail == qp->sq.cur) {
+		qp->sq_draining = 0;
+		tp_async(qp->dev, IBV_EVENT_SQ_DRAINED, qp);
+	}
+}
+
+void
+tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st)
+{
+	if (qp->sq.tail != qp->sq.head)
+		wqe_done(qp, wqe_at(qp, qp->sq.tail), st);
+	tp_req_complete_ready(qp);
+	tp_qp_to_error(qp);
+}
+
+/*
+ * Go back to psn: find the WQE that holds it and resend from there. The
+ * READ/atomic credits are recounted from what stays outstanding.
+ */
+void
+tp_req_rewind(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
+		struct tp_swqe *w = wqe_at(qp, i);
+		int32_t d;
+
+		if (w->state == TP_WQE_POSTED || w->npsn == 0)
+			continue;
+		d = droce_psn_diff(psn, w->first_psn);
+		if (d < 0 || (uint32_t)d >= w->npsn)
+			continue;
+		if (w->state == TP_WQE_DONE)
+			continue;
+		qp->sq.cur = i;
+		qp->cur_off = (uint64_t)d * qp->mtu;
+		if (w->opcode == IBV_WR_RDMA_READ)
+			qp->cur_off = w->read_done;
+		if (is_rd_atomic(w->opcode))
+			qp->cur_off = w->opcode == IBV_WR_RDMA_READ ?
+				w->read_done : 0;
+		qp->psn = w->opcode == IBV_WR_RDMA_READ ?
+			droce_psn_add(w->first_psn,
+				(uint32_t)(w->read_done / qp->mtu)) : psn;
+		break;
+	}
+	/* READ/atomic WQEs from cur on will be sent again */
+	qp->rd_atomic_out = 0;
+	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
+		struct tp_swqe *w = wqe_at(qp, i);
+
+		if (is_rd_atomic(w->opcode) && w->state != TP_WQE_DONE &&
+				w->state != TP_WQE_POSTED)
+			qp->rd_atomic_out++;
+	}
+	for (i = qp->sq.cur; i != qp->sq.head; i++) {
+		struct tp_swqe *w = wqe_at(qp, i);
+
+		if (w->state != TP_WQE_DONE && i != qp->sq.cur)
+			w->state = w->state == TP_WQE_POSTED ? TP_WQE_POSTED :
+				TP_WQE_SENT;
+	}
+	qp->noack_pkts = 0;
+}
+
+int
+tp_req_busy(const struct droce_qp *qp)
+{
+	return qp->sq.cur != qp->sq.head || qp->sq.tail != qp->sq.cur;
+}
+
+/* Local WQEs (BIND_MW, LOCAL_INV) execute when they reach the wire order. */
+static void
+exec_local(struct droce_qp *qp, struct tp_swqe *w)
+{
+	int rc;
+
+	if (w->opcode == IBV_WR_BIND_MW)
+		rc = tp_bind_mw(qp, w->mw, &w->bind, w->bind_rkey);
+	else
+		rc = tp_invalidate_rkey(qp, w->imm_or_inv);
+	w->first_psn = qp->psn;
+	w->npsn = 0;
+	wqe_done(qp, w, rc == 0 ? IBV_WC_SUCCESS : rc == -EACCES ||
+		rc == -EPERM ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
+	if (w->opcode == IBV_WR_BIND_MW && rc != 0)
+		w->status = IBV_WC_MW_BIND_ERR;
+}
+
+/* The BTH opcode for the packet at offset off of a SEND/WRITE message. */
+static uint8_t
+seg_opcode(const struct droce_qp *qp, const struct tp_swqe *w, uint64_t off,
+		uint32_t plen)
+{
+	int first = off == 0, last = off + plen >= w->length;
+	uint8_t base = qp->type == IBV_QPT_UC ? DROCE_TRANSPORT_UC : 0;
+	uint8_t op;
+
+	switch (w->opcode) {
+	case IBV_WR_SEND:
+		op = first && last ? DROCE_OP_RC_SEND_ONLY :
+			first ? DROCE_OP_RC_SEND_FIRST :
+			last ? DROCE_OP_RC_SEND_LAST : DROCE_OP_RC_SEND_MIDDLE;
+		break;
+	case IBV_WR_SEND_WITH_IMM:
+		op = first && last ? DROCE_OP_RC_SEND_ONLY_IMM :
+			first ? DROCE_OP_RC_SEND_FIRST :
+			last ? DROCE_OP_RC_SEND_LAST_IMM :
+			DROCE_OP_RC_SEND_MIDDLE;
+		break;
+	case IBV_WR_SEND_WITH_INV:
+		/* UC has no SEND with invalidate opcode: RC only on the wire */
+		op = first && last ? DROCE_OP_RC_SEND_ONLY_INV :
+			first ? DROCE_OP_RC_SEND_FIRST :
+			last ? DROCE_OP_RC_SEND_LAST_INV :
+			DROCE_OP_RC_SEND_MIDDLE;
+		break;
+	case IBV_WR_RDMA_WRITE:
+		op = first && last ? DROCE_OP_RC_WRITE_ONLY :
+			first ? DROCE_OP_RC_WRITE_FIRST :
+			last ? DROCE_OP_RC_WRITE_LAST : DROCE_OP_RC_WRITE_MIDDLE;
+		break;
+	default:	/* IBV_WR_RDMA_WRITE_WITH_IMM */
+		op = first && last ? DROCE_OP_RC_WRITE_ONLY_IMM :
+			first ? DROCE_OP_RC_WRITE_FIRST :
+			last ? DROCE_OP_RC_WRITE_LAST_IMM :
+			DROCE_OP_RC_WRITE_MIDDLE;
+		break;
+	}
+	return (uint8_t)(op + base);
+}
+
+/* Copy payload of w at off into dst; -1 on a local protection error. */
+static int
+gather(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint8_t *dst,
+		uint32_t len)
+{
+	if (len == 0)
+		return 0;
+	if (w->inline_data) {
+		memcpy(dst, w->inline_data + off, len);
+		return 0;
+	}
+	return tp_sge_copy_out(qp->dev, qp->pd, w->sge, w->num_sge, off, dst,
+		len) ? -1 : 0;
+}
+
+/* Send one packet of the WQE at sq.cur. 1 sent, 0 stalled, -1 WQE failed. */
+static int
+send_one(struct droce_qp *qp, struct tp_swqe *w)
+{
+	struct droce_tp_queue *q = qp->queue;
+	struct droce_txbuf *b;
+	struct droce_pkt p;
+	uint32_t plen = 0, npsn_pkt = 1, cap;
+	uint8_t *buf;
+	int hlen;
+	uint64_t off = qp->cur_off;
+	int last;
+
+	cap = DROCE_MAX_HDR_LEN + qp->mtu + 8;
+	buf = tp_tx_get(q, cap, &b);
+	if (buf == NULL)
+		return 0;
+	if (qp->type == IBV_QPT_UD)
+		tp_ud_template(qp, &p, w->ah);
+	else
+		p = qp->tmpl;
+	p.dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
+	p.psn = qp->psn;
+	switch (w->opcode) {
+	case IBV_WR_RDMA_READ:
+		p.opcode = DROCE_OP_RC_READ_REQ;
+		p.reth_va = w->remote_addr + off;
+		p.reth_rkey = w->rkey;
+		p.reth_len = (uint32_t)(w->length - off);
+		npsn_pkt = msg_npsn(qp, w->length - off);
+		p.ackreq = 1;
+		last = 1;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		p.opcode = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			DROCE_OP_RC_CMP_SWAP : DROCE_OP_RC_FETCH_ADD;
+		p.atm_va = w->remote_addr;
+		p.atm_rkey = w->rkey;
+		p.atm_swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			w->swap : w->compare_add;
+		p.atm_compare = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+			w->compare_add : 0;
+		p.ackreq = 1;
+		last = 1;
+		break;
+	default:
+		plen = w->length - off > qp->mtu ? qp->mtu :
+			(uint32_t)(w->length - off);
+		if (qp->type == IBV_QPT_UD) {
+			p.opcode = w->opcode == IBV_WR_SEND_WITH_IMM ?
+				DROCE_OP_UD_SEND_ONLY_IMM : DROCE_OP_UD_SEND_ONLY;
+			/* IBTA C10-15: a controlled Q_Key takes the QP's */
+			p.deth_qkey = (w->remote_qkey & 0x80000000u) ?
+				qp->qkey : w->remote_qkey;
+			p.deth_sqpn = qp->qpn;
+		} else {
+			p.opcode = seg_opcode(qp, w, off, plen);
+		}
+		last = off + plen >= w->length;
+		if (off == 0 && (w->opcode == IBV_WR_RDMA_WRITE ||
+				w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
+			p.reth_va = w->remote_addr;
+			p.reth_rkey = w->rkey;
+			p.reth_len = (uint32_t)w->length;
+		}
+		if (last) {
+			p.imm_data = w->imm_or_inv;
+			p.ieth_rkey = w->imm_or_inv;
+			if ((w->flags & IBV_SEND_SOLICITED) &&
+					w->opcode != IBV_WR_RDMA_WRITE)
+				p.se = 1;
+		}
+		if (qp->type == IBV_QPT_RC)
+			p.ackreq = last || ++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
+		break;
+	}
+	if (p.ackreq)
+		qp->noack_pkts = 0;
+	p.payload_len = plen;
+	hlen = tp_build_hdr(qp, &p, buf, b->cap);
+	if (hlen < 0 || gather(qp, w, off, buf + hlen, plen) != 0)
+		return -1;
+	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+
+	if (w->state == TP_WQE_POSTED) {
+		w->first_psn = qp->psn;
+		w->npsn = is_rd_atomic(w->opcode) || qp->type == IBV_QPT_UD ?
+			(w->opcode == IBV_WR_RDMA_READ ?
+				msg_npsn(qp, w->length) : 1) :
+			msg_npsn(qp, w->length);
+		if (is_rd_atomic(w->opcode))
+			qp->rd_atomic_out++;
+		w->state = TP_WQE_SENDING;
+	} else if (off == 0 && w->state == TP_WQE_SENT &&
+			is_rd_atomic(w->opcode)) {
+		qp->rd_atomic_out++;	/* resent after a rewind */
+	}
+	if (qp->type == IBV_QPT_RC && qp->ack_deadline == 0 && qp->timeout)
+		qp->ack_deadline = q->now + droce_ack_timeout_ns(qp->timeout);
+	qp->psn = droce_psn_add(qp->psn, npsn_pkt);
+	if (droce_psn_diff(qp->psn, qp->psn_hw) > 0)
+		qp->psn_hw = qp->psn;
+	if (last) {
+		w->state = TP_WQE_SENT;
+		qp->cur_off = 0;
+		qp->sq.cur++;
+		/* UC and UD complete once sent */
+		if (qp->type != IBV_QPT_RC)
+			wqe_done(qp, w, IBV_WC_SUCCESS);
+	} else {
+		qp->cur_off = off + plen;
+	}
+	return 1;
+}
+
+int
+tp_req_progress(struct droce_qp *qp)
+{
+	int sent = 0, rc;
+
+	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
+		return 0;
+	if (qp->rnr_deadline)
+		return 0;
+	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue)) {
+		struct tp_swqe *w = wqe_at(qp, qp->sq.cur);
+
+		/* SQD: finish the message in progress, start no new one */
+		if (qp->state == IBV_QPS_SQD && qp->cur_off == 0 &&
+				w->state == TP_WQE_POSTED)
+			break;
+		if (w->state == TP_WQE_DONE) {	/* completed during a rewind */
+			qp->sq.cur++;
+			qp->cur_off = 0;
+			continue;
+		}
+		if (w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_LOCAL_INV) {
+			/* ordered after everything before it */
+			if (qp->sq.tail != qp->sq.cur)
+				break;
+			exec_local(qp, w);
+			qp->sq.cur++;
+			tp_req_complete_ready(qp);
+			if (qp->state == IBV_QPS_ERR)
+				return sent;
+			continue;
+		}
+		if (qp->type == IBV_QPT_RC) {
+			if ((w->flags & IBV_SEND_FENCE) && qp->cur_off == 0 &&
+					w->state == TP_WQE_POSTED &&
+					qp->rd_atomic_out)
+				break;
+			if (is_rd_atomic(w->opcode) && qp->cur_off == 0 &&
+					w->state == TP_WQE_POSTED &&
+					qp->rd_atomic_out >= (qp->max_rd_atomic ?
+						qp->max_rd_atomic : 1u))
+				break;
+			if (droce_psn_diff(qp->psn, qp->una) >=
+					TP_MAX_UNACKED_PSNS)
+				break;
+		}
+		/* Local checks once, before the first packet. */
+		if (w->state == TP_WQE_POSTED && qp->cur_off == 0 &&
+				w->inline_data == NULL && w->num_sge &&
+				tp_sge_check(qp->dev, qp->pd, w->sge, w->num_sge,
+					is_rd_atomic(w->opcode) ?
+					IBV_ACCESS_LOCAL_WRITE : 0) != 0) {
+			w->first_psn = qp->psn;
+			w->npsn = 0;
+			w->state = TP_WQE_SENDING;
+			wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
+			qp->sq.cur++;
+			tp_req_complete_ready(qp);
+			return sent;
+		}
+		rc = send_one(qp, w);
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
+			qp->sq.cur++;
+			tp_req_complete_ready(qp);
+			return sent;
+		}
+		sent++;
+	}
+	if (qp->type != IBV_QPT_RC)
+		tp_req_complete_ready(qp);
+	return sent;
+}
+
+void
+tp_req_timers(struct droce_qp *qp, uint64_t now)
+{
+	if (qp->type != IBV_QPT_RC ||
+			(qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD))
+		return;
+	if (qp->rnr_deadline && now >= qp->rnr_deadline)
+		qp->rnr_deadline = 0;
+	if (qp->ack_deadline && now >= qp->ack_deadline) {
+		if (qp->una == qp->psn_hw && qp->sq.tail == qp->sq.cur) {
+			qp->ack_deadline = 0;
+			return;
+		}
+		qp->st.timeouts++;
+		if (qp->retries_left == 0) {
+			tp_comp_error(qp, IBV_WC_RETRY_EXC_ERR);
+			return;
+		}
+		qp->retries_left--;
+		qp->st.retransmits++;
+		tp_req_rewind(qp, qp->una);
+		qp->ack_deadline = now + droce_ack_timeout_ns(qp->timeout);
+	}
+}

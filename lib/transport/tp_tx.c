@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Transmit side shared by requester and responder: a batch of buffers
+ * from the environment per progress call, and per-QP header templates
+ * (Ethernet/IP/UDP fields from the address vector, built once).
+ */
+
+#include <string.h>
+
+#include "tp_internal.h"
+
+/* Room left in this progress call's budget. */
+int
+tp_tx_room(struct droce_tp_queue *q)
+{
+	return q->tx_budget > 0;
+}
+
+uint8_t *
+tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
+{
+	uint32_t n;
+
+	if (q->tx_budget == 0 || q->io.tx_alloc == NULL)
+		return NULL;
+	if (q->tx_used == q->tx_n) {
+		if (q->tx_n == TP_TX_BATCH)
+			tp_tx_flush(q);
+		n = q->io.tx_alloc(q->io.arg, q->tx + q->tx_n,
+			TP_TX_BATCH - q->tx_n, cap);
+		if (n == 0)
+			return NULL;
+		q->tx_n += n;
+	}
+	*b = &q->tx[q->tx_used];
+	if ((*b)->cap < cap)
+		return NULL;
+	return (*b)->data;
+}
+
+void
+tp_tx_done(struct droce_tp_queue *q, struct droce_txbuf *b, uint32_t len)
+{
+	b->len = len;
+	q->tx_used++;
+	q->tx_budget--;
+	q->st.tx_pkts++;
+	q->st.tx_bytes += len;
+}
+
+void
+tp_tx_flush(struct droce_tp_queue *q)
+{
+	if (q->tx_used)
+		q->io.tx_submit(q->io.arg, q->tx, q->tx_used);
+	if (q->tx_n > q->tx_used)
+		q->io.tx_free(q->io.arg, q->tx + q->tx_used,
+			q->tx_n - q->tx_used);
+	q->tx_n = q->tx_used = 0;
+}
+
+/* L2-L4 fields of a frame to av from this device. */
+static void
+fill_l2l4(struct droce_dev *dev, struct droce_pkt *p, const struct droce_av *av,
+		uint16_t sport)
+{
+	const uint8_t *sgid = dev->conf.gids[av->sgid_index].gid;
+	uint32_t ip;
+
+	memset(p, 0, sizeof(*p));
+	memcpy(p->dst_mac, av->dmac, 6);
+	memcpy(p->src_mac, dev->conf.mac, 6);
+	p->has_vlan = av->vlan_tci != 0;
+	p->vlan_tci = av->vlan_tci;
+	p->ip_ver = droce_gid_is_ipv4(av->dgid, &ip) ? 4 : 6;
+	p->tclass = av->tclass;
+	/* rxe sends the route's hop limit (64) when asked for 0 or 1 */
+	p->ttl = av->hop_limit > 1 ? av->hop_limit : 64;
+	p->ip_df = 1;
+	p->flow_label = p->ip_ver == 6 ? av->flow_label : 0;
+	memcpy(p->sgid, sgid, 16);
+	memcpy(p->dgid, av->dgid, 16);
+	p->udp_sport = sport;
+	p->udp_dport = DROCE_ROCE_UDP_PORT;
+	p->pkey = 0xffff;
+}
+
+void
+tp_qp_set_template(struct droce_qp *qp)
+{
+	uint16_t sport;
+
+	if (qp->type == IBV_QPT_UD) {
+		sport = droce_udp_sport_qpn(qp->qpn);
+		memset(&qp->tmpl, 0, sizeof(qp->tmpl));
+		qp->tmpl.udp_sport = sport;
+		return;
+	}
+	sport = qp->av.udp_sport ? qp->av.udp_sport :
+		droce_udp_sport_flow(qp->qpn, qp->dest_qpn, qp->av.flow_label);
+	fill_l2l4(qp->dev, &qp->tmpl, &qp->av, sport);
+}
+
+/* For UD: the template comes from the WR's address handle. */
+void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
+		const struct droce_ah *ah);
+
+void
+tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
+		const struct droce_ah *ah)
+{
+	fill_l2l4(qp->dev, p, &ah->av, ah->av.udp_sport ? ah->av.udp_sport :
+		droce_udp_sport_qpn(qp->qpn));
+}
+
+int
+tp_build_hdr(struct droce_qp *qp, struct droce_pkt *pkt, uint8_t *buf,
+		uint32_t cap)
+{
+	(void)qp;
+	return droce_wire_build_hdr(pkt, buf, cap);
+}
+
+/* Finish a frame whose payload is in place: pad, ICRC (IPv6: UDP csum). */
+uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
+
+uint32_t
+tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen)
+{
+	return droce_wire_finish(buf, hlen, pkt->payload_len);
+}
