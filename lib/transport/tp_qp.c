@@ -385,6 +385,12 @@ droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	qp->state = IBV_QPS_RESET;
 	qp->mtu = 256;
 	qp->mtu_enum = IBV_MTU_256;
+	if (qp->type == IBV_QPT_UD) {
+		/* UD has no path MTU attribute: a message is one port MTU */
+		qp->mtu_enum = (enum ibv_mtu)droce_eth_mtu_to_path_mtu(
+			dev->conf.eth_mtu);
+		qp->mtu = droce_mtu_to_bytes(qp->mtu_enum);
+	}
 
 	qp->sq.size = tp_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
 	qp->sq.max_sge = cap->max_send_sge ? cap->max_send_sge : 1;

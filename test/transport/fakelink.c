@@ -1,0 +1,360 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fakelink.h"
+
+#define FL_CAP 10240
+
+uint64_t
+fl_rand(struct fakelink *l)
+{
+	/* splitmix64: a reproducible fault schedule per seed */
+	uint64_t z = (l->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int
+chance(struct fakelink *l, uint32_t ppm)
+{
+	return ppm && fl_rand(l) % 1000000 < ppm;
+}
+
+static uint32_t
+fl_tx_alloc(void *arg, struct droce_txbuf *bufs, uint32_t n, uint32_t cap)
+{
+	uint32_t i;
+
+	(void)arg;
+	if (cap > FL_CAP)
+		return 0;
+	for (i = 0; i < n; i++) {
+		bufs[i].data = malloc(FL_CAP);
+		if (bufs[i].data == NULL)
+			break;
+		bufs[i].cap = FL_CAP;
+		bufs[i].len = 0;
+		bufs[i].cookie = NULL;
+	}
+	return i;
+}
+
+static void
+fl_tx_free(void *arg, struct droce_txbuf *bufs, uint32_t n)
+{
+	uint32_t i;
+
+	(void)arg;
+	for (i = 0; i < n; i++)
+		free(bufs[i].data);
+}
+
+static void
+insert(struct fakelink *l, int dir, uint8_t *data, uint32_t len, uint64_t due)
+{
+	struct fl_frame *f = malloc(sizeof(*f)), **pp;
+
+	f->data = data;
+	f->len = len;
+	f->due = due;
+	pp = &l->inflight[dir];
+	while (*pp != NULL && (*pp)->due <= due)
+		pp = &(*pp)->next;
+	f->next = *pp;
+	*pp = f;
+}
+
+static void
+pcap_write(struct fakelink *l, const uint8_t *d, uint32_t len)
+{
+	uint32_t h[4];
+
+	if (l->pcap == NULL || l->pcap_count >= l->pcap_max)
+		return;
+	if ((l->cnt[0].sent + l->cnt[1].sent) % l->pcap_every)
+		return;
+	h[0] = (uint32_t)(l->now / 1000000000ull);
+	h[1] = (uint32_t)(l->now / 1000 % 1000000);
+	h[2] = h[3] = len;
+	fwrite(h, sizeof(h), 1, l->pcap);
+	fwrite(d, len, 1, l->pcap);
+	l->pcap_count++;
+}
+
+static void
+fl_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
+{
+	struct fl_end *e = arg;
+	struct fakelink *l = e->link;
+	int dir = e->side;
+	struct fl_faults *fa = &l->faults[dir];
+	struct fl_counters *c = &l->cnt[dir];
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		uint8_t *d = bufs[i].data;
+		uint32_t len = bufs[i].len;
+		uint64_t due = l->now + l->delay_ns;
+
+		c->sent++;
+		pcap_write(l, d, len);
+		if (fa->stalled) {
+			c->stalled++;
+			free(d);
+			continue;
+		}
+		if (chance(l, fa->drop_ppm)) {
+			c->dropped++;
+			free(d);
+			continue;
+		}
+		if (chance(l, fa->dup_ppm)) {
+			uint8_t *dup = malloc(len);
+
+			memcpy(dup, d, len);
+			c->duplicated++;
+			insert(l, dir, dup, len, due + fl_rand(l) % 20000);
+		}
+		if (chance(l, fa->corrupt_ppm)) {
+			d[fl_rand(l) % len] ^= (uint8_t)(1u << (fl_rand(l) % 8));
+			c->corrupted++;
+		}
+		if (chance(l, fa->reorder_ppm)) {
+			due += 1000 + fl_rand(l) % 30000;
+			c->reordered++;
+		}
+		insert(l, dir, d, len, due);
+	}
+}
+
+int
+fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
+{
+	int s;
+
+	memset(l, 0, sizeof(*l));
+	l->rng = seed;
+	l->delay_ns = 2000;
+	for (s = 0; s < 2; s++) {
+		struct fl_end *e = &l->end[s];
+		struct droce_dev_conf conf;
+		struct droce_tp_io io;
+
+		e->link = l;
+		e->side = s;
+		memcpy(e->mac, "\x02\x00\x00\x00\x00\x01", 6);
+		e->mac[5] = (uint8_t)(s + 1);
+		e->ip = 0x0a000001 + (uint32_t)s;
+		memset(&conf, 0, sizeof(conf));
+		memcpy(conf.mac, e->mac, 6);
+		conf.eth_mtu = eth_mtu;
+		conf.nb_queues = 1;
+		droce_gid_link_local(conf.gids[0].gid, e->mac);
+		conf.gids[0].valid = 1;
+		droce_gid_from_ipv4(conf.gids[1].gid, e->ip);
+		conf.gids[1].valid = 1;
+		conf.seed = seed * 2 + (uint64_t)s + 1;
+		e->dev = droce_dev_create(&conf);
+		if (e->dev == NULL)
+			return -errno;
+		e->q = droce_dev_queue(e->dev, 0);
+		io.tx_alloc = fl_tx_alloc;
+		io.tx_submit = fl_tx_submit;
+		io.tx_free = fl_tx_free;
+		io.arg = e;
+		droce_tp_queue_set_io(e->q, &io);
+		e->pd = droce_pd_alloc(e->dev);
+	}
+	return 0;
+}
+
+void
+fl_fini(struct fakelink *l)
+{
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		while (l->inflight[s]) {
+			struct fl_frame *f = l->inflight[s];
+
+			l->inflight[s] = f->next;
+			free(f->data);
+			free(f);
+		}
+	}
+	if (l->pcap)
+		fclose(l->pcap);
+	/* devices are destroyed by their users, who own the objects */
+}
+
+void
+fl_step(struct fakelink *l, uint64_t dt)
+{
+	const uint8_t *frames[64];
+	uint32_t lens[64];
+	struct fl_frame *done[64];
+	int s;
+
+	l->now += dt;
+	for (s = 0; s < 2; s++) {
+		struct fl_end *dst = &l->end[1 - s];
+		uint32_t n = 0, i;
+
+		while (l->inflight[s] && l->inflight[s]->due <= l->now &&
+				n < 64) {
+			struct fl_frame *f = l->inflight[s];
+
+			l->inflight[s] = f->next;
+			frames[n] = f->data;
+			lens[n] = f->len;
+			done[n++] = f;
+		}
+		if (n)
+			droce_tp_rx_burst(dst->q, frames, lens, n, l->now);
+		for (i = 0; i < n; i++) {
+			free(done[i]->data);
+			free(done[i]);
+		}
+		l->cnt[s].delivered += n;
+	}
+	for (s = 0; s < 2; s++)
+		droce_tp_progress(l->end[s].q, l->now, 64);
+}
+
+int
+fl_run_idle(struct fakelink *l, uint64_t max_ns)
+{
+	uint64_t end = l->now + max_ns;
+
+	while (l->now < end) {
+		fl_step(l, 1000);
+		if (!l->inflight[0] && !l->inflight[1] &&
+				!droce_tp_queue_busy(l->end[0].q) &&
+				!droce_tp_queue_busy(l->end[1].q) &&
+				droce_tp_next_deadline(l->end[0].q) == UINT64_MAX &&
+				droce_tp_next_deadline(l->end[1].q) == UINT64_MAX)
+			return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+int
+fl_capture(struct fakelink *l, const char *path, uint32_t every, uint32_t max)
+{
+	static const uint32_t hdr[6] = {
+		0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1
+	};
+
+	l->pcap = fopen(path, "wb");
+	if (l->pcap == NULL)
+		return -errno;
+	fwrite(hdr, sizeof(hdr), 1, l->pcap);
+	l->pcap_every = every ? every : 1;
+	l->pcap_max = max;
+	return 0;
+}
+
+void
+fl_qp_opts_default(struct fl_qp_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->timeout = 10;	/* 4.2 ms of virtual time */
+	o->retry_cnt = 7;
+	o->rnr_retry = 7;
+	o->min_rnr_timer = 1;	/* 10 us */
+	o->max_rd_atomic = 16;
+	o->max_dest_rd_atomic = 16;
+	o->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	o->mtu = IBV_MTU_1024;
+	o->qkey = 0x11111111;
+}
+
+void
+fl_av_to(struct fakelink *l, int from, struct droce_av *av)
+{
+	struct fl_end *peer = &l->end[1 - from];
+
+	memset(av, 0, sizeof(*av));
+	memcpy(av->dmac, peer->mac, 6);
+	droce_gid_from_ipv4(av->dgid, peer->ip);
+	av->sgid_index = 1;
+	av->hop_limit = 64;
+}
+
+static int
+qp_up(struct fakelink *l, int side, struct droce_qp *qp, uint32_t dqpn,
+		uint32_t rq_psn, uint32_t sq_psn, const struct fl_qp_opts *o)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr init;
+	struct droce_av av;
+	int rc, mask;
+
+	droce_qp_query(qp, &a, 0, &init);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qkey = o->qkey;
+	a.qp_access_flags = o->access;
+	mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+		(init.qp_type == IBV_QPT_UD ? IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS);
+	rc = droce_qp_modify(qp, &a, mask, NULL);
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	mask = IBV_QP_STATE;
+	fl_av_to(l, side, &av);
+	if (init.qp_type != IBV_QPT_UD) {
+		a.path_mtu = o->mtu;
+		a.dest_qp_num = dqpn;
+		a.rq_psn = rq_psn;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+		if (init.qp_type == IBV_QPT_RC) {
+			a.max_dest_rd_atomic = o->max_dest_rd_atomic;
+			a.min_rnr_timer = o->min_rnr_timer;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	rc = droce_qp_modify(qp, &a, mask, &av);
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (init.qp_type == IBV_QPT_RC) {
+		a.timeout = o->timeout;
+		a.retry_cnt = o->retry_cnt;
+		a.rnr_retry = o->rnr_retry;
+		a.max_rd_atomic = o->max_rd_atomic;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	return droce_qp_modify(qp, &a, mask, NULL);
+}
+
+int
+fl_connect(struct fakelink *l, struct droce_qp *a, struct droce_qp *b,
+		const struct fl_qp_opts *o)
+{
+	/* PSNs near the 24-bit wrap, to exercise it in every test */
+	uint32_t pa = (uint32_t)(0xffff00 + fl_rand(l) % 0x100);
+	uint32_t pb = (uint32_t)(fl_rand(l) & 0xffffff);
+	int rc;
+
+	rc = qp_up(l, 0, a, droce_qp_num(b), pb, pa, o);
+	if (rc == 0)
+		rc = qp_up(l, 1, b, droce_qp_num(a), pa, pb, o);
+	return rc;
+}

@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef FAKELINK_H
+#define FAKELINK_H
+
+/*
+ * A fake Ethernet link between two droce devices, with a virtual clock and
+ * a seeded schedule of faults per direction: drop, duplicate, reorder,
+ * corrupt, and stall. No DPDK: frames are malloc'ed buffers.
+ */
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "droce_transport.h"
+
+struct fl_faults {
+	uint32_t drop_ppm;
+	uint32_t dup_ppm;
+	uint32_t reorder_ppm;
+	uint32_t corrupt_ppm;
+	int stalled;		/* drop everything */
+};
+
+struct fl_frame {
+	uint8_t *data;
+	uint32_t len;
+	uint64_t due;
+	struct fl_frame *next;
+};
+
+struct fl_end {
+	struct fakelink *link;
+	int side;		/* 0 or 1 */
+	struct droce_dev *dev;
+	struct droce_tp_queue *q;
+	uint8_t mac[6];
+	uint32_t ip;
+	struct droce_pd *pd;
+};
+
+struct fl_counters {
+	uint64_t sent, delivered, dropped, duplicated, reordered, corrupted,
+		stalled;
+};
+
+struct fakelink {
+	struct fl_end end[2];
+	struct fl_faults faults[2];	/* by sending side */
+	struct fl_counters cnt[2];
+	struct fl_frame *inflight[2];	/* sorted by due time */
+	uint64_t now;			/* ns */
+	uint64_t delay_ns;		/* one-way latency */
+	uint64_t rng;
+	/* optional capture of a sample of frames */
+	FILE *pcap;
+	uint32_t pcap_every, pcap_count, pcap_max;
+};
+
+/* Two devices, one queue each, 10.0.0.1 and 10.0.0.2, MTU eth_mtu. */
+int fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu);
+void fl_fini(struct fakelink *l);
+
+/* Advance the clock by dt ns: deliver due frames, progress both ends. */
+void fl_step(struct fakelink *l, uint64_t dt);
+
+/* Until nothing is in flight and both queues are idle (or max_ns passed). */
+int fl_run_idle(struct fakelink *l, uint64_t max_ns);
+
+/* Write every n-th frame (up to max) to a pcap file. */
+int fl_capture(struct fakelink *l, const char *path, uint32_t every,
+		uint32_t max);
+
+/* Connect a QP pair (RC/UC/UD) through INIT/RTR/RTS. */
+struct fl_qp_opts {
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	unsigned int access;
+	enum ibv_mtu mtu;
+	uint32_t qkey;
+};
+void fl_qp_opts_default(struct fl_qp_opts *o);
+int fl_connect(struct fakelink *l, struct droce_qp *a, struct droce_qp *b,
+		const struct fl_qp_opts *o);
+/* The AV to reach side's peer. */
+void fl_av_to(struct fakelink *l, int from_side, struct droce_av *av);
+
+uint64_t fl_rand(struct fakelink *l);
+
+#endif

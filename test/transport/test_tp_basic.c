@@ -1,0 +1,380 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Every operation end to end over a perfect fake link: RC SEND, SEND with
+ * immediate and with invalidate, WRITE, WRITE with immediate, READ,
+ * compare-swap, fetch-add, inline, zero-length, multi-MTU and SGE lists;
+ * UC SEND/WRITE; UD SEND with the GRH. Data and completion fields checked.
+ */
+
+#include "tp_util.h"
+
+static struct fakelink L;
+
+struct pair {
+	struct droce_cq *cq[2];
+	struct droce_qp *qp[2];
+};
+
+static void
+pair_make(struct pair *p, enum ibv_qp_type t)
+{
+	struct ibv_qp_init_attr ia;
+	struct fl_qp_opts o;
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		p->cq[s] = droce_cq_create(L.end[s].dev, 0, 256);
+		memset(&ia, 0, sizeof(ia));
+		ia.qp_type = t;
+		ia.cap.max_send_wr = 64;
+		ia.cap.max_recv_wr = 64;
+		ia.cap.max_send_sge = 4;
+		ia.cap.max_recv_sge = 4;
+		ia.cap.max_inline_data = 128;
+		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
+			NULL);
+		CHECK(p->qp[s] != NULL, "qp create");
+	}
+	fl_qp_opts_default(&o);
+	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], &o), 0, "connect");
+}
+
+static void
+pair_free(struct pair *p)
+{
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		droce_qp_destroy(p->qp[s]);
+		droce_cq_destroy(p->cq[s]);
+	}
+}
+
+static void
+post_recv(struct droce_qp *qp, struct tbuf *b, size_t off, uint32_t len,
+		uint64_t id)
+{
+	struct ibv_sge s = sge_of(b, off, len);
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &s, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	CHECK_EQ(droce_qp_post_recv(qp, &wr, &bad), 0, "post_recv");
+}
+
+static int
+post(struct droce_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+
+	return droce_qp_post_send(qp, wr, &bad);
+}
+
+static void
+test_send(enum ibv_qp_type t, uint32_t len, int imm, int inl)
+{
+	struct pair p;
+	struct tbuf sb, rb;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint32_t extra = t == IBV_QPT_UD ? DROCE_GRH_LEN : 0;
+
+	pair_make(&p, t);
+	tbuf_init(&sb, L.end[0].pd, len + 1, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, len + extra + 1, ACC_ALL);
+	pattern(sb.p, len, len);
+	post_recv(p.qp[1], &rb, 0, len + extra, 77);
+	s = sge_of(&sb, 0, len);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 42;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND;
+	wr.imm_data = 0x01020304;
+	wr.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
+	struct droce_ah *ah = NULL;
+	if (t == IBV_QPT_UD) {
+		struct droce_av av;
+
+		fl_av_to(&L, 0, &av);
+		ah = droce_ah_create(L.end[0].pd, &av);
+		wr.wr.ud.ah = droce_ah_to_ibv(ah);
+		wr.wr.ud.remote_qpn = droce_qp_num(p.qp[1]);
+		wr.wr.ud.remote_qkey = 0x11111111;
+	}
+	CHECK_EQ(post(p.qp[0], &wr), 0, "post send");
+	if (inl)
+		memset(sb.p, 0xee, len);	/* inline: reusable at once */
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "send completion");
+	CHECK(wc.wr_id == 42 && wc.status == IBV_WC_SUCCESS &&
+		wc.opcode == IBV_WC_SEND, "send wc: id %llu status %d op %d",
+		(unsigned long long)wc.wr_id, wc.status, wc.opcode);
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 100000000), 0, "recv completion");
+	CHECK(wc.wr_id == 77 && wc.status == IBV_WC_SUCCESS &&
+		wc.opcode == IBV_WC_RECV && wc.byte_len == len + extra,
+		"recv wc type %d len %u: status %d op %d byte_len %u", t, len,
+		wc.status, wc.opcode, wc.byte_len);
+	CHECK(!!(wc.wc_flags & IBV_WC_WITH_IMM) == imm &&
+		(!imm || wc.imm_data == 0x01020304), "imm flags %x",
+		wc.wc_flags);
+	if (t == IBV_QPT_UD) {
+		CHECK(wc.wc_flags & IBV_WC_GRH, "GRH flag");
+		CHECK_EQ(wc.src_qp, droce_qp_num(p.qp[0]), "src_qp");
+		/* GRH: 20 zero bytes then the IPv4 header, source 10.0.0.1 */
+		CHECK(rb.p[20] == 0x45 && rb.p[32] == 10 && rb.p[35] == 1,
+			"GRH content");
+		droce_ah_destroy(ah);
+	}
+	if (!inl)
+		CHECK(pattern_ok(rb.p + extra, len, len), "data type %d len %u",
+			t, len);
+	CHECK(rb.p[len + extra] == 0, "no overrun");
+	tbuf_fini(&sb);
+	tbuf_fini(&rb);
+	pair_free(&p);
+}
+
+static void
+test_write(enum ibv_qp_type t, uint32_t len, int imm)
+{
+	struct pair p;
+	struct tbuf sb, rb, rr;
+	struct ibv_sge s[3];
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint32_t a = len / 3, b = len / 3, c = len - a - b;
+
+	pair_make(&p, t);
+	tbuf_init(&sb, L.end[0].pd, len + 64, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, len + 64, ACC_ALL);
+	tbuf_init(&rr, L.end[1].pd, 16, ACC_ALL);
+	pattern(sb.p, len + 64, 7 + len);
+	if (imm)
+		post_recv(p.qp[1], &rr, 0, 16, 5);
+	/* three SGEs with gaps: gather from non-contiguous memory */
+	s[0] = sge_of(&sb, 0, a);
+	s[1] = sge_of(&sb, a + 16, b);
+	s[2] = sge_of(&sb, a + b + 32, c);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 9;
+	wr.sg_list = s;
+	wr.num_sge = 3;
+	wr.opcode = imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE;
+	wr.imm_data = 0xa0b0c0d0;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p + 8;
+	wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+	CHECK_EQ(post(p.qp[0], &wr), 0, "post write");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write completion");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE,
+		"write wc status %d op %d", wc.status, wc.opcode);
+	if (imm) {
+		CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 100000000), 0, "imm recv");
+		CHECK(wc.status == IBV_WC_SUCCESS &&
+			wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+			(wc.wc_flags & IBV_WC_WITH_IMM) &&
+			wc.imm_data == 0xa0b0c0d0 && wc.byte_len == len,
+			"write imm wc status %d op %d len %u", wc.status,
+			wc.opcode, wc.byte_len);
+	} else {
+		fl_run_idle(&L, 10000000);
+	}
+	CHECK(memcmp(rb.p + 8, sb.p, a) == 0 &&
+		memcmp(rb.p + 8 + a, sb.p + a + 16, b) == 0 &&
+		memcmp(rb.p + 8 + a + b, sb.p + a + b + 32, c) == 0,
+		"write data len %u", len);
+	CHECK(rb.p[7] == 0 && rb.p[8 + len] == 0, "write bounds");
+	tbuf_fini(&sb);
+	tbuf_fini(&rb);
+	tbuf_fini(&rr);
+	pair_free(&p);
+}
+
+static void
+test_read(uint32_t len)
+{
+	struct pair p;
+	struct tbuf lb, rb;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+
+	pair_make(&p, IBV_QPT_RC);
+	tbuf_init(&lb, L.end[0].pd, len + 1, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, len + 1, ACC_ALL);
+	pattern(rb.p, len, 99 + len);
+	s = sge_of(&lb, 0, len);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 3;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p;
+	wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+	CHECK_EQ(post(p.qp[0], &wr), 0, "post read");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "read completion");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ &&
+		wc.byte_len == len, "read wc status %d op %d len %u",
+		wc.status, wc.opcode, wc.byte_len);
+	CHECK(pattern_ok(lb.p, len, 99 + len), "read data len %u", len);
+	CHECK(lb.p[len] == 0, "read bounds");
+	tbuf_fini(&lb);
+	tbuf_fini(&rb);
+	pair_free(&p);
+}
+
+static void
+test_atomics(void)
+{
+	struct pair p;
+	struct tbuf lb, rb;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint64_t *target, *res;
+	int i;
+
+	pair_make(&p, IBV_QPT_RC);
+	tbuf_init(&lb, L.end[0].pd, 64, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, 64, ACC_ALL);
+	target = (uint64_t *)(rb.p + 8);
+	res = (uint64_t *)lb.p;
+	*target = 100;
+	for (i = 0; i < 10; i++) {
+		s = sge_of(&lb, 0, 8);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = (uint64_t)i;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.atomic.remote_addr = (uint64_t)(uintptr_t)target;
+		wr.wr.atomic.rkey = droce_mr_rkey(rb.mr);
+		wr.wr.atomic.compare_add = 5;
+		CHECK_EQ(post(p.qp[0], &wr), 0, "post fetch-add");
+		CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "fadd wc");
+		CHECK(wc.status == IBV_WC_SUCCESS &&
+			wc.opcode == IBV_WC_FETCH_ADD && wc.byte_len == 8,
+			"fadd wc %d %d", wc.status, wc.opcode);
+		CHECK_EQ(*res, 100 + 5 * (uint64_t)i, "fetch-add original");
+	}
+	CHECK_EQ(*target, 150, "fetch-add result");
+	/* compare-swap: one that matches, one that does not */
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 150;
+	wr.wr.atomic.swap = 7;
+	CHECK_EQ(post(p.qp[0], &wr), 0, "post cmp-swap");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "cs wc");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_COMP_SWAP,
+		"cs wc");
+	CHECK(*res == 150 && *target == 7, "cmp-swap swapped");
+	wr.wr.atomic.compare_add = 150;
+	wr.wr.atomic.swap = 9;
+	CHECK_EQ(post(p.qp[0], &wr), 0, "post cmp-swap 2");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "cs wc 2");
+	CHECK(*res == 7 && *target == 7, "cmp-swap no swap");
+	tbuf_fini(&lb);
+	tbuf_fini(&rb);
+	pair_free(&p);
+}
+
+/* SEND with invalidate of a type 2 window bound at the responder. */
+static void
+test_mw_inv(void)
+{
+	struct pair p;
+	struct tbuf sb, rb, wb;
+	struct droce_mw *mw;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	pair_make(&p, IBV_QPT_RC);
+	tbuf_init(&sb, L.end[0].pd, 256, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, 256, ACC_ALL);
+	tbuf_init(&wb, L.end[1].pd, 4096, ACC_ALL | IBV_ACCESS_MW_BIND);
+	mw = droce_mw_alloc(L.end[1].pd, IBV_MW_TYPE_2);
+	CHECK(mw != NULL, "mw alloc");
+	/* side 1 binds the window over 1 KB of wb through its QP */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = droce_mw_to_ibv(mw);
+	rkey = (droce_mw_rkey(mw) & ~0xffu) | 0x5a;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = droce_mr_to_ibv(wb.mr);
+	wr.bind_mw.bind_info.addr = (uint64_t)(uintptr_t)wb.p + 1024;
+	wr.bind_mw.bind_info.length = 1024;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK_EQ(post(p.qp[1], &wr), 0, "post bind");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), 0, "bind wc");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+		"bind wc status %d", wc.status);
+	CHECK_EQ(droce_mw_rkey(mw), rkey, "window rkey");
+	/* a WRITE through the window lands in it */
+	pattern(sb.p, 256, 3);
+	s = sge_of(&sb, 0, 256);
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)wb.p + 1024;
+	wr.wr.rdma.rkey = rkey;
+	CHECK_EQ(post(p.qp[0], &wr), 0, "write via mw");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write via mw wc");
+	CHECK(wc.status == IBV_WC_SUCCESS, "write via mw status %d", wc.status);
+	CHECK(pattern_ok(wb.p + 1024, 256, 3), "write via mw data");
+	/* SEND with invalidate kills the window */
+	post_recv(p.qp[1], &rb, 0, 256, 8);
+	wr.opcode = IBV_WR_SEND_WITH_INV;
+	wr.invalidate_rkey = rkey;
+	CHECK_EQ(post(p.qp[0], &wr), 0, "send with inv");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "send inv wc");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 100000000), 0, "recv inv wc");
+	CHECK(wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV) &&
+		wc.invalidated_rkey == rkey, "recv inv wc flags %x rkey %x",
+		wc.wc_flags, wc.invalidated_rkey);
+	/* now a WRITE through it fails with a remote access error */
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	CHECK_EQ(post(p.qp[0], &wr), 0, "write after inv");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write after inv wc");
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR, "write after invalidate");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "requester in ERR");
+	droce_mw_dealloc(mw);
+	tbuf_fini(&sb);
+	tbuf_fini(&rb);
+	tbuf_fini(&wb);
+	pair_free(&p);
+}
+
+int
+main(void)
+{
+	static const uint32_t sizes[] = { 0, 1, 3, 64, 1023, 1024, 1025, 4096,
+		5000, 65536, 1 << 20 };
+	unsigned int i;
+
+	CHECK_EQ(fl_init(&L, 1, 1500), 0, "fakelink");
+	for (i = 0; i < (sizeof(sizes) / sizeof(sizes[0])); i++) {
+		test_send(IBV_QPT_RC, sizes[i], i & 1, 0);
+		test_write(IBV_QPT_RC, sizes[i] ? sizes[i] : 3, i & 1);
+		test_read(sizes[i]);
+		test_send(IBV_QPT_UC, sizes[i], !(i & 1), 0);
+		test_write(IBV_QPT_UC, sizes[i] ? sizes[i] : 3, !(i & 1));
+		if (sizes[i] <= 1024)
+			test_send(IBV_QPT_UD, sizes[i], i & 1, 0);
+	}
+	test_send(IBV_QPT_RC, 100, 0, 1);
+	test_send(IBV_QPT_UD, 100, 1, 1);
+	test_atomics();
+	test_mw_inv();
+	fl_fini(&L);
+	return check_report("test_tp_basic");
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef TP_UTIL_H
+#define TP_UTIL_H
+
+/* Helpers shared by the transport tests. */
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "fakelink.h"
+
+struct tbuf {
+	uint8_t *p;
+	size_t len;
+	struct droce_mr *mr;
+};
+
+static inline void
+tbuf_init(struct tbuf *b, struct droce_pd *pd, size_t len, unsigned int acc)
+{
+	b->len = len;
+	b->p = aligned_alloc(64, len < 64 ? 64 : (len + 63) / 64 * 64);
+	memset(b->p, 0, len);
+	b->mr = droce_mr_reg(pd, b->p, len, (uint64_t)(uintptr_t)b->p, acc);
+}
+
+static inline void
+tbuf_fini(struct tbuf *b)
+{
+	droce_mr_dereg(b->mr);
+	free(b->p);
+}
+
+static inline void
+pattern(uint8_t *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (uint8_t)((i * 2654435761u + seed) >> 13);
+}
+
+static inline int
+pattern_ok(const uint8_t *p, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (uint8_t)((i * 2654435761u + seed) >> 13))
+			return 0;
+	return 1;
+}
+
+/* Poll one completion from cq, stepping the link; 0 or -1 on timeout. */
+static inline int
+wait_wc(struct fakelink *l, struct droce_cq *cq, struct ibv_wc *wc,
+		uint64_t max_ns)
+{
+	uint64_t end = l->now + max_ns;
+
+	for (;;) {
+		int n = droce_cq_poll(cq, wc, 1);
+
+		if (n == 1)
+			return 0;
+		if (l->now >= end)
+			return -1;
+		fl_step(l, 1000);
+	}
+}
+
+static inline struct ibv_sge
+sge_of(struct tbuf *b, size_t off, uint32_t len)
+{
+	struct ibv_sge s = {
+		.addr = (uint64_t)(uintptr_t)(b->p + off),
+		.length = len,
+		.lkey = droce_mr_lkey(b->mr),
+	};
+
+	return s;
+}
+
+#define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+#endif
