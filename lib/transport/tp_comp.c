@@ -43,8 +43,10 @@ progress_made(struct droce_qp *qp, uint32_t new_una)
 {
 	if (droce_psn_diff(new_una, qp->una) > 0)
 		qp->una = new_una;
+	/* After a rewind the peer may acknowledge past where we resend:
+	 * skip ahead, keeping PSN and data offset together. */
 	if (droce_psn_diff(qp->psn, qp->una) < 0)
-		qp->psn = qp->una;
+		tp_req_rewind(qp, qp->una);
 	qp->retries_left = qp->retry_cnt;
 	qp->rnr_left = qp->rnr_retry;
 	qp->ack_deadline = (qp->una != qp->psn_hw || qp->sq.tail != qp->sq.cur) &&

@@ -73,9 +73,10 @@ tp_req_complete_ready(struct droce_qp *qp)
 		}
 		qp->sq.tail++;
 		if ((int32_t)(qp->sq.cur - qp->sq.tail) < 0) {
-			/* completed ahead of a rewound cur */
+			/* completed ahead of a rewound cur: resume at una */
 			qp->sq.cur = qp->sq.tail;
 			qp->cur_off = 0;
+			tp_req_rewind(qp, qp->una);
 		}
 		if (w->status != IBV_WC_SUCCESS) {
 			tp_qp_to_error(qp);
@@ -107,28 +108,41 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 {
 	uint32_t i;
 
-	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
+
+	for (i = qp->sq.tail; i != qp->sq.head; i++) {
 		struct tp_swqe *w = wqe_at(qp, i);
 		int32_t d;
 
-		if (w->state == TP_WQE_POSTED || w->npsn == 0)
+		if (w->state == TP_WQE_POSTED) {
+			/* psn is past everything sent: continue from here */
+			qp->sq.cur = i;
+			qp->cur_off = 0;
+			qp->psn = psn;
+			break;
+		}
+		if (w->npsn == 0 || w->state == TP_WQE_DONE)
 			continue;
 		d = droce_psn_diff(psn, w->first_psn);
 		if (d < 0 || (uint32_t)d >= w->npsn)
 			continue;
-		if (w->state == TP_WQE_DONE)
-			continue;
 		qp->sq.cur = i;
-		qp->cur_off = (uint64_t)d * qp->mtu;
-		if (w->opcode == IBV_WR_RDMA_READ)
+		if (w->opcode == IBV_WR_RDMA_READ) {
+			/* ask again for what has not arrived */
 			qp->cur_off = w->read_done;
-		if (is_rd_atomic(w->opcode))
-			qp->cur_off = w->opcode == IBV_WR_RDMA_READ ?
-				w->read_done : 0;
-		qp->psn = w->opcode == IBV_WR_RDMA_READ ?
-			droce_psn_add(w->first_psn,
-				(uint32_t)(w->read_done / qp->mtu)) : psn;
+			qp->psn = droce_psn_add(w->first_psn,
+				(uint32_t)(w->read_done / qp->mtu));
+		} else {
+			qp->cur_off = is_rd_atomic(w->opcode) ? 0 :
+				(uint64_t)d * qp->mtu;
+			qp->psn = is_rd_atomic(w->opcode) ? w->first_psn : psn;
+		}
 		break;
+	}
+	if (i == qp->sq.head) {
+		/* nothing sent is outstanding: the next WQE starts at psn */
+		qp->sq.cur = qp->sq.head;
+		qp->cur_off = 0;
+		qp->psn = psn;
 	}
 	/* READ/atomic WQEs from cur on will be sent again */
 	qp->rd_atomic_out = 0;
