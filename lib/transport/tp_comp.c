@@ -41,14 +41,16 @@ mark_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 static void
 progress_made(struct droce_qp *qp, uint32_t new_una)
 {
-	if (droce_psn_diff(new_una, qp->una) > 0)
+	if (droce_psn_diff(new_una, qp->una) > 0) {
 		qp->una = new_una;
+		/* forward progress renews the retry budgets */
+		qp->retries_left = qp->retry_cnt;
+		qp->rnr_left = qp->rnr_retry;
+	}
 	/* After a rewind the peer may acknowledge past where we resend:
 	 * skip ahead, keeping PSN and data offset together. */
 	if (droce_psn_diff(qp->psn, qp->una) < 0)
 		tp_req_rewind(qp, qp->una);
-	qp->retries_left = qp->retry_cnt;
-	qp->rnr_left = qp->rnr_retry;
 	qp->ack_deadline = (qp->una != qp->psn_hw || qp->sq.tail != qp->sq.cur) &&
 		qp->timeout ? qp->queue->now + droce_ack_timeout_ns(qp->timeout) : 0;
 }

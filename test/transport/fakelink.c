@@ -105,6 +105,11 @@ fl_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 
 		c->sent++;
 		pcap_write(l, d, len);
+		if (l->filter != NULL && l->filter(l, dir, d, len)) {
+			c->dropped++;
+			free(d);
+			continue;
+		}
 		if (fa->stalled) {
 			c->stalled++;
 			free(d);

@@ -54,6 +54,10 @@ struct fakelink {
 	uint64_t now;			/* ns */
 	uint64_t delay_ns;		/* one-way latency */
 	uint64_t rng;
+	/* optional: return 1 to drop a frame (by sending side) */
+	int (*filter)(struct fakelink *l, int dir, const uint8_t *f,
+		uint32_t len);
+	void *filter_arg;
 	/* optional capture of a sample of frames */
 	FILE *pcap;
 	uint32_t pcap_every, pcap_count, pcap_max;

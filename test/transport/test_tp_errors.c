@@ -1,0 +1,608 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * One case per error path of the transport: the exact completion status
+ * and the QP state after it (and the peer's where it matters).
+ */
+
+#include "tp_util.h"
+
+static struct fakelink L;
+static int async_events[32];
+static void *async_obj;
+
+struct pair {
+	struct droce_cq *cq[2];
+	struct droce_qp *qp[2];
+	struct tbuf b[2];
+};
+
+static void
+on_async(void *arg, const struct ibv_async_event *ev)
+{
+	(void)arg;
+	if (ev->event_type < 32)
+		async_events[ev->event_type]++;
+	async_obj = ev->element.qp;
+}
+
+static void
+setup_link(void)
+{
+	fl_fini(&L);
+	CHECK_EQ(fl_init(&L, 5, 1500), 0, "fakelink");
+	droce_dev_set_async_cb(L.end[0].dev, on_async, NULL);
+	droce_dev_set_async_cb(L.end[1].dev, on_async, NULL);
+	memset(async_events, 0, sizeof(async_events));
+}
+
+static void
+pair_make(struct pair *p, enum ibv_qp_type t, const struct fl_qp_opts *o,
+		unsigned int acc1, uint32_t cqe)
+{
+	struct ibv_qp_init_attr ia;
+	struct fl_qp_opts def;
+	int s;
+
+	setup_link();
+	if (o == NULL) {
+		fl_qp_opts_default(&def);
+		o = &def;
+	}
+	for (s = 0; s < 2; s++) {
+		p->cq[s] = droce_cq_create(L.end[s].dev, 0, cqe ? cqe : 64);
+		memset(&ia, 0, sizeof(ia));
+		ia.qp_type = t;
+		ia.cap.max_send_wr = 16;
+		ia.cap.max_recv_wr = 16;
+		ia.cap.max_send_sge = 2;
+		ia.cap.max_recv_sge = 2;
+		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
+			NULL);
+		tbuf_init(&p->b[s], L.end[s].pd, 65536, s ? acc1 : ACC_ALL);
+	}
+	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], o), 0, "connect");
+}
+
+static void
+pair_free(struct pair *p)
+{
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		droce_qp_destroy(p->qp[s]);
+		droce_cq_destroy(p->cq[s]);
+		tbuf_fini(&p->b[s]);
+	}
+}
+
+static int
+post_op(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
+		uint32_t rkey, uint64_t id)
+{
+	struct ibv_sge s = sge_of(&p->b[0], 0, len);
+	struct ibv_send_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.opcode = op;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
+		wr.wr.atomic.remote_addr = raddr;
+		wr.wr.atomic.rkey = rkey;
+		wr.wr.atomic.compare_add = 1;
+	}
+	return droce_qp_post_send(p->qp[0], &wr, &bad);
+}
+
+static void
+post_recv(struct pair *p, int side, uint32_t len, uint64_t id)
+{
+	struct ibv_sge s = sge_of(&p->b[side], 0, len);
+	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &s, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	CHECK_EQ(droce_qp_post_recv(p->qp[side], &wr, &bad), 0, "post recv");
+}
+
+static enum ibv_wc_status
+wait_status(struct pair *p, int side, uint64_t max_ns, uint64_t *id)
+{
+	struct ibv_wc wc;
+
+	if (wait_wc(&L, p->cq[side], &wc, max_ns) != 0)
+		return (enum ibv_wc_status)-1;
+	if (id)
+		*id = wc.wr_id;
+	return wc.status;
+}
+
+#define REMOTE(pp, off) ((uint64_t)(uintptr_t)(pp)->b[1].p + (off))
+#define RKEY(pp) droce_mr_rkey((pp)->b[1].mr)
+
+static void
+test_retry_exc(void)
+{
+	struct pair p;
+	struct fl_qp_opts o;
+	uint64_t id;
+
+	fl_qp_opts_default(&o);
+	o.retry_cnt = 2;
+	o.timeout = 8;		/* ~1 ms */
+	pair_make(&p, IBV_QPT_RC, &o, ACC_ALL, 0);
+	L.faults[0].stalled = 1;	/* the responder never hears us */
+	CHECK_EQ(post_op(&p, IBV_WR_RDMA_WRITE, 100, REMOTE(&p, 0), RKEY(&p), 1),
+		0, "post");
+	CHECK_EQ(post_op(&p, IBV_WR_SEND, 100, 0, 0, 2), 0, "post 2");
+	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_RETRY_EXC_ERR,
+		"retry exceeded");
+	CHECK_EQ(id, 1, "first WR fails");
+	CHECK_EQ(wait_status(&p, 0, 1000000, &id), IBV_WC_WR_FLUSH_ERR,
+		"next flushed");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP in ERR");
+	/* exactly 1 + retry_cnt transmissions: 3 timeouts counted */
+	{
+		struct droce_tp_stats st;
+
+		droce_qp_stats(p.qp[0], &st);
+		CHECK_EQ(st.timeouts, 3, "timeouts before giving up");
+	}
+	/* a WR posted in ERR completes with a flush error */
+	CHECK_EQ(post_op(&p, IBV_WR_SEND, 10, 0, 0, 3), 0, "post in ERR");
+	CHECK_EQ(wait_status(&p, 0, 1000000, &id), IBV_WC_WR_FLUSH_ERR,
+		"post in ERR flushed");
+	pair_free(&p);
+}
+
+static void
+test_rnr(int rnr_retry)
+{
+	struct pair p;
+	struct fl_qp_opts o;
+	uint64_t id;
+
+	fl_qp_opts_default(&o);
+	o.rnr_retry = (uint8_t)rnr_retry;
+	o.min_rnr_timer = 5;	/* 60 us */
+	pair_make(&p, IBV_QPT_RC, &o, ACC_ALL, 0);
+	CHECK_EQ(post_op(&p, IBV_WR_SEND, 100, 0, 0, 1), 0, "post send");
+	if (rnr_retry != 7) {
+		CHECK_EQ(wait_status(&p, 0, 100000000, &id),
+			IBV_WC_RNR_RETRY_EXC_ERR, "RNR retry exceeded");
+		CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP in ERR");
+		{
+			struct droce_tp_stats st;
+
+			droce_qp_stats(p.qp[1], &st);
+			CHECK_EQ(st.rnr_nak_tx, rnr_retry + 1, "RNR NAKs sent");
+		}
+	} else {
+		/* 7 = retry forever: nothing completes until a recv comes */
+		fl_step(&L, 1000);
+		CHECK_EQ((int)wait_status(&p, 0, 20000000, &id), -1,
+			"no completion while RNR");
+		post_recv(&p, 1, 200, 9);
+		CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_SUCCESS,
+			"succeeds once a receive is posted");
+		CHECK_EQ(wait_status(&p, 1, 100000000, &id), IBV_WC_SUCCESS,
+			"received");
+		CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_RTS, "still RTS");
+	}
+	pair_free(&p);
+}
+
+static void
+test_rem_access(int how)
+{
+	struct pair p;
+	unsigned int acc = ACC_ALL;
+	enum ibv_wr_opcode op = IBV_WR_RDMA_WRITE;
+	uint64_t addr;
+	uint32_t rkey;
+
+	if (how == 2)
+		acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+	pair_make(&p, IBV_QPT_RC, NULL, acc, 0);
+	addr = REMOTE(&p, 0);
+	rkey = RKEY(&p);
+	if (how == 0)
+		rkey ^= 0x100;			/* wrong key */
+	if (how == 1) {
+		op = IBV_WR_RDMA_READ;
+		addr = REMOTE(&p, 65536 - 10);	/* past the end */
+	}
+	if (how == 3) {
+		op = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		/* MR has no REMOTE_ATOMIC */
+	}
+	if (how == 3) {
+		tbuf_fini(&p.b[1]);
+		tbuf_init(&p.b[1], L.end[1].pd, 4096, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+		addr = REMOTE(&p, 0);
+		rkey = RKEY(&p);
+	}
+	CHECK_EQ(post_op(&p, op, op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 100,
+		addr, rkey, 1), 0, "post");
+	CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_REM_ACCESS_ERR,
+		"remote access error");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "requester ERR");
+	fl_run_idle(&L, 10000000);
+	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_ERR, "responder ERR");
+	pair_free(&p);
+}
+
+static void
+test_inv_req_read(void)
+{
+	struct pair p;
+	struct fl_qp_opts o;
+
+	fl_qp_opts_default(&o);
+	o.max_dest_rd_atomic = 0;	/* the responder takes no READs */
+	pair_make(&p, IBV_QPT_RC, &o, ACC_ALL, 0);
+	CHECK_EQ(post_op(&p, IBV_WR_RDMA_READ, 100, REMOTE(&p, 0), RKEY(&p), 1),
+		0, "post read");
+	CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_REM_INV_REQ_ERR,
+		"invalid request");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "requester ERR");
+	pair_free(&p);
+}
+
+/* A crafted misaligned CmpSwap straight into the responder. */
+static void
+test_misaligned_atomic(void)
+{
+	struct pair p;
+	struct droce_pkt pkt;
+	struct droce_tp_stats st;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	uint8_t frame[256];
+	const uint8_t *fp = frame;
+	uint32_t len;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	droce_qp_query(p.qp[1], &a, 0, &ia);
+	memset(&pkt, 0, sizeof(pkt));
+	memcpy(pkt.dst_mac, L.end[1].mac, 6);
+	memcpy(pkt.src_mac, L.end[0].mac, 6);
+	pkt.ip_ver = 4;
+	pkt.ttl = 64;
+	droce_gid_from_ipv4(pkt.sgid, L.end[0].ip);
+	droce_gid_from_ipv4(pkt.dgid, L.end[1].ip);
+	pkt.udp_sport = 0xc000;
+	pkt.opcode = DROCE_OP_RC_CMP_SWAP;
+	pkt.pkey = 0xffff;
+	pkt.dqpn = droce_qp_num(p.qp[1]);
+	pkt.psn = a.rq_psn;
+	pkt.ackreq = 1;
+	pkt.atm_va = REMOTE(&p, 4);	/* not 8-byte aligned */
+	pkt.atm_rkey = RKEY(&p);
+	len = (uint32_t)droce_wire_build(&pkt, frame, sizeof(frame));
+	droce_tp_rx_burst(L.end[1].q, &fp, &len, 1, L.now);
+	fl_run_idle(&L, 10000000);
+	droce_qp_stats(p.qp[1], &st);
+	CHECK_EQ(st.nak_inv_tx, 1, "invalid request NAK sent");
+	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_ERR, "responder ERR");
+	pair_free(&p);
+}
+
+static void
+test_loc_len(void)
+{
+	struct pair p;
+	uint64_t id;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	post_recv(&p, 1, 50, 7);	/* too small for 100 bytes */
+	CHECK_EQ(post_op(&p, IBV_WR_SEND, 100, 0, 0, 1), 0, "post send");
+	CHECK_EQ(wait_status(&p, 1, 100000000, &id), IBV_WC_LOC_LEN_ERR,
+		"receiver: local length error");
+	CHECK_EQ(id, 7, "the receive WR");
+	CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_REM_INV_REQ_ERR,
+		"sender: remote invalid request");
+	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_ERR, "receiver ERR");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "sender ERR");
+	pair_free(&p);
+}
+
+static void
+test_loc_prot(void)
+{
+	struct pair p;
+	struct ibv_sge s;
+	struct ibv_send_wr wr, *bad;
+	uint64_t id;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	s = sge_of(&p.b[0], 0, 100);
+	s.lkey ^= 0x200;		/* nobody's key */
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 4;
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
+	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
+		"local protection error");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP ERR");
+	/* an SGE outside its MR is a protection error too */
+	pair_free(&p);
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	s = sge_of(&p.b[0], 65536 - 50, 100);
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
+	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
+		"SGE beyond the MR");
+	pair_free(&p);
+}
+
+static void
+test_cq_overflow(void)
+{
+	struct pair p;
+	struct ibv_wc wc[4];
+	int i, n;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 1);
+	CHECK_EQ(droce_cq_size(p.cq[0]), 1, "CQ of 1");
+	for (i = 0; i < 3; i++)
+		CHECK_EQ(post_op(&p, IBV_WR_RDMA_WRITE, 10, REMOTE(&p, 0),
+			RKEY(&p), 100 + (uint64_t)i), 0, "post");
+	fl_run_idle(&L, 10000000);
+	CHECK_EQ(async_events[IBV_EVENT_CQ_ERR], 1, "CQ error event");
+	n = droce_cq_poll(p.cq[0], wc, 4);
+	CHECK(n == 1 && wc[0].wr_id == 100, "the first completion kept: n=%d",
+		n);
+	CHECK_EQ(droce_cq_poll(p.cq[0], wc, 4), -EOVERFLOW, "then overflow");
+	pair_free(&p);
+}
+
+static void
+test_srq_limit(void)
+{
+	struct droce_srq *srq;
+	struct ibv_srq_init_attr sa;
+	struct ibv_qp_init_attr ia;
+	struct droce_cq *cq0, *cq1;
+	struct droce_qp *q0, *q1;
+	struct tbuf b0, b1;
+	struct fl_qp_opts o;
+	struct ibv_wc wc;
+	int i;
+
+	setup_link();
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 8;
+	sa.attr.max_sge = 1;
+	sa.attr.srq_limit = 2;
+	srq = droce_srq_create(L.end[1].pd, 0, &sa);
+	CHECK(srq != NULL, "srq");
+	cq0 = droce_cq_create(L.end[0].dev, 0, 64);
+	cq1 = droce_cq_create(L.end[1].dev, 0, 64);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_recv_wr = 16;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	q0 = droce_qp_create(L.end[0].pd, &ia, cq0, cq0, NULL);
+	q1 = droce_qp_create(L.end[1].pd, &ia, cq1, cq1, srq);
+	fl_qp_opts_default(&o);
+	CHECK_EQ(fl_connect(&L, q0, q1, &o), 0, "connect");
+	tbuf_init(&b0, L.end[0].pd, 4096, ACC_ALL);
+	tbuf_init(&b1, L.end[1].pd, 4096, ACC_ALL);
+	for (i = 0; i < 4; i++) {
+		struct ibv_sge s = sge_of(&b1, (size_t)i * 512, 512);
+		struct ibv_recv_wr wr = { .wr_id = (uint64_t)i, .sg_list = &s,
+			.num_sge = 1 }, *bad;
+
+		CHECK_EQ(droce_srq_post_recv(srq, &wr, &bad), 0, "srq post");
+	}
+	{
+		struct ibv_recv_wr rwr, *rbad;
+
+		memset(&rwr, 0, sizeof(rwr));
+		CHECK_EQ(droce_qp_post_recv(q1, &rwr, &rbad), EINVAL,
+			"post_recv on a QP with an SRQ");
+	}
+	for (i = 0; i < 3; i++) {
+		struct ibv_sge s = sge_of(&b0, 0, 64);
+		struct ibv_send_wr wr, *bad;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.opcode = IBV_WR_SEND;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		CHECK_EQ(droce_qp_post_send(q0, &wr, &bad), 0, "send");
+		CHECK_EQ(wait_wc(&L, cq1, &wc, 100000000), 0, "srq recv");
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i,
+			"srq wc");
+		CHECK_EQ(async_events[IBV_EVENT_SRQ_LIMIT_REACHED], i >= 2,
+			"SRQ limit event once below 2");
+	}
+	droce_qp_destroy(q0);
+	droce_qp_destroy(q1);
+	CHECK_EQ(droce_srq_destroy(srq), 0, "srq destroy");
+	droce_cq_destroy(cq0);
+	droce_cq_destroy(cq1);
+	tbuf_fini(&b0);
+	tbuf_fini(&b1);
+}
+
+/* Duplicate everything the requester sends: atomics execute once. */
+static void
+test_dup_atomic(void)
+{
+	struct pair p;
+	struct droce_tp_stats st;
+	uint64_t *target;
+	int i;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	L.faults[0].dup_ppm = 1000000;
+	target = (uint64_t *)p.b[1].p;
+	*target = 0;
+	for (i = 0; i < 5; i++) {
+		CHECK_EQ(post_op(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
+			REMOTE(&p, 0), RKEY(&p), (uint64_t)i), 0, "post");
+		CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_SUCCESS,
+			"fetch-add");
+	}
+	fl_run_idle(&L, 10000000);
+	CHECK_EQ(*target, 5, "each fetch-add executed exactly once");
+	droce_qp_stats(p.qp[1], &st);
+	CHECK(st.atomic_replays >= 5, "duplicates answered from the cache: %llu",
+		(unsigned long long)st.atomic_replays);
+	pair_free(&p);
+}
+
+static int drop_first_resp_left;
+
+static int
+drop_read_resp(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
+{
+	struct droce_pkt pkt;
+
+	(void)l;
+	if (dir != 1 || droce_wire_parse(f, len, NULL, &pkt) != 0)
+		return 0;
+	if (pkt.opcode == DROCE_OP_RC_READ_RESP_FIRST && drop_first_resp_left) {
+		drop_first_resp_left--;
+		return 1;
+	}
+	return 0;
+}
+
+/* Lose a READ's first response: the READ is re-executed, data intact. */
+static void
+test_dup_read(void)
+{
+	struct pair p;
+	struct droce_tp_stats st;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	pattern(p.b[1].p, 8000, 5);
+	drop_first_resp_left = 1;
+	L.filter = drop_read_resp;
+	CHECK_EQ(post_op(&p, IBV_WR_RDMA_READ, 8000, REMOTE(&p, 0), RKEY(&p), 1),
+		0, "post read");
+	CHECK_EQ(wait_status(&p, 0, 1000000000, NULL), IBV_WC_SUCCESS, "read");
+	CHECK(pattern_ok(p.b[0].p, 8000, 5), "read data after a lost response");
+	droce_qp_stats(p.qp[0], &st);
+	CHECK(st.retransmits + st.out_of_seq_rx >= 1, "the READ was resent");
+	L.filter = NULL;
+	pair_free(&p);
+}
+
+static int uc_drop_nth, uc_seen;
+
+static int
+drop_uc_middle(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
+{
+	struct droce_pkt pkt;
+
+	(void)l;
+	if (dir != 0 || droce_wire_parse(f, len, NULL, &pkt) != 0)
+		return 0;
+	if (pkt.opcode == DROCE_OP_UC_SEND_MIDDLE && uc_seen++ == uc_drop_nth)
+		return 1;
+	return 0;
+}
+
+/* UC: a broken message is dropped silently, the next one proceeds. */
+static void
+test_uc_broken(void)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	struct droce_tp_stats st;
+
+	pair_make(&p, IBV_QPT_UC, NULL, ACC_ALL, 0);
+	uc_drop_nth = 0;
+	uc_seen = 0;
+	L.filter = drop_uc_middle;
+	post_recv(&p, 1, 8192, 1);
+	post_recv(&p, 1, 8192, 2);
+	pattern(p.b[0].p, 3000, 1);
+	CHECK_EQ(post_op(&p, IBV_WR_SEND, 3000, 0, 0, 1), 0, "send 1");
+	CHECK_EQ(post_op(&p, IBV_WR_SEND, 3000, 0, 0, 2), 0, "send 2");
+	CHECK_EQ(wait_status(&p, 0, 10000000, NULL), IBV_WC_SUCCESS, "sent 1");
+	CHECK_EQ(wait_status(&p, 0, 10000000, NULL), IBV_WC_SUCCESS, "sent 2");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), 0, "one message");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
+		wc.wr_id == 1, "the second message lands in the first WQE");
+	CHECK(pattern_ok(p.b[1].p, 3000, 1), "its data");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), -1, "and only one");
+	droce_qp_stats(p.qp[1], &st);
+	CHECK(st.rx_drop_uc >= 1, "the rest of the broken one dropped");
+	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_RTS, "UC stays RTS");
+	L.filter = NULL;
+	pair_free(&p);
+}
+
+static void
+test_ud_qkey(void)
+{
+	struct pair p;
+	struct droce_av av;
+	struct droce_ah *ah;
+	struct ibv_sge s;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	struct droce_tp_stats st;
+
+	pair_make(&p, IBV_QPT_UD, NULL, ACC_ALL, 0);
+	fl_av_to(&L, 0, &av);
+	ah = droce_ah_create(L.end[0].pd, &av);
+	post_recv(&p, 1, 2048, 1);
+	s = sge_of(&p.b[0], 0, 100);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.wr.ud.ah = droce_ah_to_ibv(ah);
+	wr.wr.ud.remote_qpn = droce_qp_num(p.qp[1]);
+	wr.wr.ud.remote_qkey = 0x22222222;	/* not the receiver's */
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), -1, "nothing received");
+	droce_tp_queue_stats(L.end[1].q, &st);
+	CHECK_EQ(st.rx_drop_qkey, 1, "Q_Key violation counted");
+	droce_ah_destroy(ah);
+	pair_free(&p);
+}
+
+int
+main(void)
+{
+	CHECK_EQ(fl_init(&L, 5, 1500), 0, "fakelink");
+	test_retry_exc();
+	test_rnr(2);
+	test_rnr(0);
+	test_rnr(7);
+	test_rem_access(0);
+	test_rem_access(1);
+	test_rem_access(2);
+	test_rem_access(3);
+	test_inv_req_read();
+	test_misaligned_atomic();
+	test_loc_len();
+	test_loc_prot();
+	test_cq_overflow();
+	test_srq_limit();
+	test_dup_atomic();
+	test_dup_read();
+	test_uc_broken();
+	test_ud_qkey();
+	fl_fini(&L);
+	return check_report("test_tp_errors");
+}
