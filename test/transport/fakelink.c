@@ -196,7 +196,16 @@ fl_fini(struct fakelink *l)
 	}
 	if (l->pcap)
 		fclose(l->pcap);
-	/* devices are destroyed by their users, who own the objects */
+	l->pcap = NULL;
+	/* the tests destroy their QPs, CQs and MRs; a PD or device still in
+	 * use (soak keeps its objects to the end) is left to exit */
+	for (s = 0; s < 2; s++) {
+		if (l->end[s].pd != NULL && droce_pd_dealloc(l->end[s].pd) == 0) {
+			l->end[s].pd = NULL;
+			droce_dev_destroy(l->end[s].dev);
+			l->end[s].dev = NULL;
+		}
+	}
 }
 
 void
