@@ -296,7 +296,7 @@ struct droce_tp_stats {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
 	uint64_t rx_drop_parse[DROCE_WIRE_ERR_COUNT]; /**< by -droce_wire_err */
 	uint64_t rx_drop_noqp, rx_drop_state, rx_drop_qkey, rx_drop_uc;
-	uint64_t retransmits, timeouts;
+	uint64_t retransmits, timeouts, rewinds;
 	uint64_t nak_seq_tx, nak_seq_rx, nak_inv_tx, nak_inv_rx;
 	uint64_t nak_acc_tx, nak_acc_rx, nak_op_tx, nak_op_rx;
 	uint64_t rnr_nak_tx, rnr_nak_rx;

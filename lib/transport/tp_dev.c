@@ -273,7 +273,8 @@ stats_add(struct droce_tp_stats *a, const struct droce_tp_stats *b)
 	uint64_t *d = (uint64_t *)a;
 	size_t i;
 
-	for (i = 0; i < sizeof(*a) / sizeof(uint64_t); i++)
+	/* packets and bytes are counted once, by the queue */
+	for (i = 4; i < sizeof(*a) / sizeof(uint64_t); i++)
 		d[i] += s[i];
 }
 

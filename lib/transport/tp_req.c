@@ -108,6 +108,8 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 {
 	uint32_t i;
 
+	qp->st.rewinds++;
+
 
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
 		struct tp_swqe *w = wqe_at(qp, i);
