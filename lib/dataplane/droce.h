@@ -115,6 +115,10 @@ int droce_port_add_neighbor(struct droce_port *port, const uint8_t gid[16],
 int droce_port_set_fault(struct droce_port *port, const struct droce_fault_conf *rx,
 		const struct droce_fault_conf *tx);
 
+/** The port's IPv4 address (host order) and DPDK port id. */
+uint32_t droce_port_ipv4(const struct droce_port *port);
+uint16_t droce_port_id(const struct droce_port *port);
+
 /** Monotonic nanoseconds (TSC-based), the clock droce passes to the transport. */
 uint64_t droce_now_ns(void);
 

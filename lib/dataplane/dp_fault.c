@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Fault injection on a port's receive or transmit path, with a seeded
+ * schedule: drop, duplicate, reorder (hold a frame back behind the next
+ * one), corrupt (flip one bit). Users test their applications against loss
+ * with it; droce's own tests need it where the kernel has no netem.
+ */
+
+#include <rte_mbuf.h>
+
+#include "dp_internal.h"
+
+static uint64_t
+rnd(struct dp_fault *f)
+{
+	uint64_t z = (f->rng += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+static int
+hit(struct dp_fault *f, uint32_t ppm)
+{
+	return ppm && rnd(f) % 1000000 < ppm;
+}
+
+/* Apply faults to pkts[0..n) in place (room for cap); returns the new n. */
+uint16_t
+dp_fault_apply(struct droce_port *p, struct dp_fault *f, struct rte_mbuf **pkts,
+		uint16_t n, uint16_t cap)
+{
+	struct rte_mbuf *out[DP_TXQ_LEN + DP_BURST * 2];
+	uint16_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+
+		if (hit(f, f->conf.drop_ppm)) {
+			f->st.dropped++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		if (hit(f, f->conf.corrupt_ppm) && rte_pktmbuf_data_len(m)) {
+			uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+
+			d[rnd(f) % rte_pktmbuf_data_len(m)] ^=
+				(uint8_t)(1u << (rnd(f) % 8));
+			f->st.corrupted++;
+		}
+		if (hit(f, f->conf.dup_ppm) && k + 1 < cap) {
+			struct rte_mbuf *c = rte_pktmbuf_copy(m, p->pool, 0,
+				UINT32_MAX);
+
+			if (c != NULL) {
+				out[k++] = c;
+				f->st.duplicated++;
+			}
+		}
+		if (f->held == NULL && hit(f, f->conf.reorder_ppm)) {
+			f->held = m;	/* goes out after the next frame */
+			f->st.reordered++;
+			continue;
+		}
+		if (k < cap)
+			out[k++] = m;
+		else
+			rte_pktmbuf_free(m);
+		if (f->held != NULL && k < cap) {
+			out[k++] = f->held;
+			f->held = NULL;
+		}
+	}
+	for (i = 0; i < k; i++)
+		pkts[i] = out[i];
+	return k;
+}

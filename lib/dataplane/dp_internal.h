@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef DP_INTERNAL_H
+#define DP_INTERNAL_H
+
+/* lib/dataplane internals. */
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+#include <rte_ring.h>
+#include <rte_spinlock.h>
+
+#include "droce.h"
+
+#define DP_BURST	32
+#define DP_MAX_QUEUES	16
+#define DP_NEIGH	64
+#define DP_TXQ_LEN	512
+
+struct dp_fault_stats {
+	uint64_t dropped, duplicated, reordered, corrupted, delayed;
+};
+
+struct dp_fault {
+	struct droce_fault_conf conf;
+	uint64_t rng;
+	struct rte_mbuf *held;		/* reorder: released after the next */
+	struct dp_fault_stats st;
+};
+
+struct dp_queue {
+	struct droce_port *port;
+	uint32_t index;
+	rte_spinlock_t lock;		/* owner of the transport queue */
+	struct droce_tp_queue *tq;
+	/* frames built by the transport, waiting for rte_eth_tx_burst */
+	struct rte_mbuf *txq[DP_TXQ_LEN];
+	uint32_t ntx;
+	struct rte_ring *handoff;	/* frames for this queue from others */
+	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
+	volatile int kicked;
+} __rte_cache_aligned;
+
+struct dp_neigh {
+	uint8_t gid[16];
+	uint8_t mac[6];
+	uint8_t valid;
+	uint8_t is_static;
+};
+
+struct droce_port {
+	struct droce_port_conf conf;
+	char name[64];
+	uint16_t port_id;
+	int owns_port;			/* droce probed and configured it */
+	uint32_t nb_queues;
+	struct rte_mempool *pool;
+	struct droce_dev *dev;
+	struct dp_queue q[DP_MAX_QUEUES];
+	struct rte_ether_addr mac;
+	uint32_t ipv4;
+	uint32_t mtu;
+	/* progress thread */
+	pthread_t thread;
+	int thread_running;
+	volatile int stop;
+	/* neighbours */
+	rte_spinlock_t neigh_lock;
+	struct dp_neigh neigh[DP_NEIGH];
+	/* fault injection */
+	struct dp_fault frx, ftx;
+	rte_spinlock_t fault_lock;
+};
+
+/* dp_arp.c */
+int dp_arp_input(struct droce_port *p, struct dp_queue *q, struct rte_mbuf *m);
+int dp_arp_request(struct droce_port *p, uint32_t ip);
+int dp_neigh_lookup(struct droce_port *p, const uint8_t gid[16], uint8_t mac[6]);
+void dp_neigh_learn(struct droce_port *p, const uint8_t gid[16],
+		const uint8_t mac[6], int is_static);
+
+/* dp_fault.c */
+uint16_t dp_fault_apply(struct droce_port *p, struct dp_fault *f,
+		struct rte_mbuf **pkts, uint16_t n, uint16_t cap);
+
+/* dp_telemetry.c */
+void dp_telemetry_register(struct droce_port *p);
+void dp_telemetry_unregister(struct droce_port *p);
+
+/* dp_port.c */
+void dp_queue_tx(struct dp_queue *q, struct rte_mbuf *m);
+void dp_queue_flush(struct dp_queue *q);
+
+#endif

@@ -1,0 +1,667 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Ports and progress: bring up a DPDK ethdev (or take one the application
+ * configured), create the transport device on it, and move frames between
+ * the NIC queues and the transport's owner queues. One progress function
+ * per queue; who calls it (a background thread, the application inline, an
+ * lcore) is the port's progress mode.
+ */
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_ether.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_malloc.h>
+
+#include "dp_internal.h"
+
+RTE_LOG_REGISTER_DEFAULT(droce_dp_logtype, INFO);
+#define DP_LOG(level, fmt, ...) rte_log(RTE_LOG_ ## level, droce_dp_logtype, \
+	"droce: " fmt "\n", ##__VA_ARGS__)
+
+static uint64_t tsc_hz;
+
+uint64_t
+droce_now_ns(void)
+{
+	uint64_t c = rte_get_tsc_cycles();
+
+	if (tsc_hz == 0)
+		tsc_hz = rte_get_tsc_hz();
+	/* split to avoid overflow: whole seconds, then the remainder */
+	return c / tsc_hz * 1000000000ull + c % tsc_hz * 1000000000ull / tsc_hz;
+}
+
+void
+droce_port_conf_init(struct droce_port_conf *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->attach_port_id = -1;
+	c->nb_queues = 1;
+	c->mtu = 1500;
+	c->mode = DROCE_PROGRESS_THREAD;
+	c->name = "droce0";
+}
+
+/*
+ * EAL once per process. rte_eal_init pins the calling thread to the main
+ * lcore: an application that embeds droce (or an unmodified verbs program)
+ * keeps the CPUs it had, so the affinity is restored afterwards.
+ */
+static int
+eal_init(const char *args)
+{
+	static int done;
+	char buf[1024], *argv[64], *tok, *save = NULL;
+	int argc = 0, rc;
+	cpu_set_t cpus;
+
+	if (done)
+		return 0;
+	snprintf(buf, sizeof(buf), "droce %s%s", args ? args : "",
+		getenv("DROCE_NO_HUGE") && (args == NULL ||
+		strstr(args, "--no-huge") == NULL) ? " --no-huge -m 512" : "");
+	for (tok = strtok_r(buf, " \t", &save); tok && argc < 63;
+			tok = strtok_r(NULL, " \t", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	sched_getaffinity(0, sizeof(cpus), &cpus);
+	rc = rte_eal_init(argc, argv);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
+	if (rc < 0 && rte_errno != EALREADY)
+		return -rte_errno;
+	done = 1;
+	return 0;
+}
+
+/* ---- transmit buffers for the transport ---- */
+
+static uint32_t
+io_tx_alloc(void *arg, struct droce_txbuf *bufs, uint32_t n, uint32_t cap)
+{
+	struct dp_queue *q = arg;
+	struct rte_mbuf *m[DP_BURST];
+	uint32_t i;
+
+	if (n > DP_BURST)
+		n = DP_BURST;
+	if (rte_pktmbuf_alloc_bulk(q->port->pool, m, n) != 0)
+		return 0;
+	for (i = 0; i < n; i++) {
+		bufs[i].data = rte_pktmbuf_mtod(m[i], uint8_t *);
+		bufs[i].cap = rte_pktmbuf_tailroom(m[i]);
+		bufs[i].cookie = m[i];
+		if (bufs[i].cap < cap) {
+			rte_pktmbuf_free_bulk(m, n);
+			return 0;
+		}
+	}
+	return n;
+}
+
+static void
+io_tx_free(void *arg, struct droce_txbuf *bufs, uint32_t n)
+{
+	uint32_t i;
+
+	(void)arg;
+	for (i = 0; i < n; i++)
+		rte_pktmbuf_free(bufs[i].cookie);
+}
+
+static void
+io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
+{
+	struct dp_queue *q = arg;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = bufs[i].cookie;
+
+		m->data_len = (uint16_t)bufs[i].len;
+		m->pkt_len = bufs[i].len;
+		dp_queue_tx(q, m);
+	}
+}
+
+void
+dp_queue_tx(struct dp_queue *q, struct rte_mbuf *m)
+{
+	if (q->ntx == DP_TXQ_LEN)
+		dp_queue_flush(q);
+	if (q->ntx == DP_TXQ_LEN) {
+		/* the NIC is full: drop, the transport retransmits */
+		rte_pktmbuf_free(m);
+		q->tx_drops++;
+		return;
+	}
+	q->txq[q->ntx++] = m;
+}
+
+void
+dp_queue_flush(struct dp_queue *q)
+{
+	struct droce_port *p = q->port;
+	uint16_t n, sent = 0;
+
+	if (q->ntx == 0)
+		return;
+	if (p->ftx.conf.drop_ppm || p->ftx.conf.dup_ppm ||
+			p->ftx.conf.reorder_ppm || p->ftx.conf.corrupt_ppm) {
+		rte_spinlock_lock(&p->fault_lock);
+		q->ntx = dp_fault_apply(p, &p->ftx, q->txq, (uint16_t)q->ntx,
+			DP_TXQ_LEN);
+		rte_spinlock_unlock(&p->fault_lock);
+	}
+	while (sent < q->ntx) {
+		n = rte_eth_tx_burst(p->port_id, (uint16_t)q->index,
+			q->txq + sent, (uint16_t)(q->ntx - sent));
+		if (n == 0)
+			break;
+		sent += n;
+	}
+	q->tx_pkts += sent;
+	if (sent < q->ntx)
+		memmove(q->txq, q->txq + sent, (q->ntx - sent) * sizeof(q->txq[0]));
+	q->ntx -= sent;
+}
+
+/* ---- progress ---- */
+
+/* Destination QP of a RoCEv2 frame without a full parse; -1 if not one. */
+static int64_t
+peek_dqpn(const uint8_t *f, uint32_t len)
+{
+	uint32_t l3 = 14, l4;
+	uint16_t et;
+
+	if (len < 14)
+		return -1;
+	et = (uint16_t)(f[12] << 8 | f[13]);
+	if (et == RTE_ETHER_TYPE_VLAN && len >= 18) {
+		l3 = 18;
+		et = (uint16_t)(f[16] << 8 | f[17]);
+	}
+	if (et == RTE_ETHER_TYPE_IPV4 && len >= l3 + 20 && f[l3 + 9] == 17)
+		l4 = l3 + (f[l3] & 0xf) * 4u;
+	else if (et == RTE_ETHER_TYPE_IPV6 && len >= l3 + 40 && f[l3 + 6] == 17)
+		l4 = l3 + 40;
+	else
+		return -1;
+	if (len < l4 + 8 + 12 || (f[l4 + 2] << 8 | f[l4 + 3]) !=
+			DROCE_ROCE_UDP_PORT)
+		return -1;
+	return (int64_t)((uint32_t)f[l4 + 13] << 16 | (uint32_t)f[l4 + 14] << 8 |
+		f[l4 + 15]);
+}
+
+static void
+deliver(struct dp_queue *q, struct rte_mbuf **m, uint16_t n, uint64_t now)
+{
+	const uint8_t *frames[DP_BURST];
+	uint32_t lens[DP_BURST];
+	uint16_t i;
+
+	for (i = 0; i < n; i++) {
+		frames[i] = rte_pktmbuf_mtod(m[i], const uint8_t *);
+		lens[i] = rte_pktmbuf_data_len(m[i]);
+	}
+	droce_tp_rx_burst(q->tq, frames, lens, n, now);
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+/* One pass over queue q; the caller holds q->lock. Returns work done. */
+static int
+queue_poll(struct dp_queue *q)
+{
+	struct droce_port *p = q->port;
+	struct rte_mbuf *in[DP_BURST * 2], *mine[DP_BURST];
+	uint16_t n, i, nm = 0;
+	uint64_t now = droce_now_ns();
+	int work = 0;
+
+	n = rte_eth_rx_burst(p->port_id, (uint16_t)q->index, in, DP_BURST);
+	if (n && (p->frx.conf.drop_ppm || p->frx.conf.dup_ppm ||
+			p->frx.conf.reorder_ppm || p->frx.conf.corrupt_ppm)) {
+		rte_spinlock_lock(&p->fault_lock);
+		n = dp_fault_apply(p, &p->frx, in, n, DP_BURST * 2);
+		rte_spinlock_unlock(&p->fault_lock);
+	}
+	q->rx_pkts += n;
+	work += n;
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = in[i];
+		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+		int64_t dqpn;
+
+		if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		dqpn = peek_dqpn(f, rte_pktmbuf_data_len(m));
+		if (dqpn < 0) {
+			q->non_roce++;
+			if (dp_arp_input(p, q, m) == 0)
+				q->arp++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		/* Frames for a QP another queue owns go there by ring. */
+		if (p->nb_queues > 1) {
+			uint32_t owner = droce_qpn_queue(p->dev, (uint32_t)dqpn);
+
+			if (owner != q->index) {
+				if (rte_ring_enqueue(p->q[owner].handoff, m) != 0)
+					rte_pktmbuf_free(m);
+				q->handoffs++;
+				continue;
+			}
+		}
+		mine[nm++] = m;
+	}
+	if (nm)
+		deliver(q, mine, nm, now);
+	if (q->handoff != NULL) {
+		n = (uint16_t)rte_ring_dequeue_burst(q->handoff, (void **)mine,
+			DP_BURST, NULL);
+		if (n) {
+			deliver(q, mine, n, now);
+			work += n;
+		}
+	}
+	work += (int)droce_tp_progress(q->tq, now, DP_BURST * 2);
+	dp_queue_flush(q);
+	return work;
+}
+
+int
+droce_port_progress(struct droce_port *p, uint32_t qi)
+{
+	struct dp_queue *q = &p->q[qi];
+	int work;
+
+	if (!rte_spinlock_trylock(&q->lock))
+		return 0;
+	work = queue_poll(q);
+	rte_spinlock_unlock(&q->lock);
+	return work;
+}
+
+void
+droce_port_lock(struct droce_port *p, uint32_t q)
+{
+	rte_spinlock_lock(&p->q[q].lock);
+}
+
+void
+droce_port_unlock(struct droce_port *p, uint32_t q)
+{
+	rte_spinlock_unlock(&p->q[q].lock);
+}
+
+void
+droce_port_kick(struct droce_port *p, uint32_t q)
+{
+	p->q[q].kicked = 1;
+}
+
+static int
+queue_busy(struct dp_queue *q, uint64_t now)
+{
+	return q->ntx || droce_tp_queue_busy(q->tq) ||
+		droce_tp_next_deadline(q->tq) <= now + 20000;
+}
+
+/*
+ * The background progress thread: spins while there is work, then backs
+ * off in growing sleeps (up to 100 us) so that it does not take a core
+ * from an application that polls inline on a small machine.
+ */
+static void *
+progress_thread(void *arg)
+{
+	struct droce_port *p = arg;
+	uint32_t idle = 0, i;
+
+	while (!p->stop) {
+		int work = 0, busy = 0;
+		uint64_t now = droce_now_ns();
+
+		for (i = 0; i < p->nb_queues; i++) {
+			struct dp_queue *q = &p->q[i];
+
+			if (rte_spinlock_trylock(&q->lock)) {
+				work += queue_poll(q);
+				busy |= queue_busy(q, now);
+				rte_spinlock_unlock(&q->lock);
+			} else {
+				busy = 1;	/* an application polls it */
+			}
+			if (q->kicked) {
+				q->kicked = 0;
+				busy = 1;
+			}
+		}
+		if (work || busy) {
+			idle = 0;
+			continue;
+		}
+		if (++idle < 256)
+			continue;
+		usleep(idle < 2048 ? 10 : 100);
+	}
+	return NULL;
+}
+
+int
+droce_port_run(void *arg)
+{
+	struct droce_port *p = arg;
+	uint32_t qi = rte_lcore_index(rte_lcore_id()) >= 0 ?
+		(uint32_t)rte_lcore_index(rte_lcore_id()) % p->nb_queues : 0;
+
+	while (!p->stop)
+		droce_port_progress(p, qi);
+	return 0;
+}
+
+/* ---- open and close ---- */
+
+static int
+port_setup(struct droce_port *p)
+{
+	struct rte_eth_conf ec;
+	struct rte_eth_dev_info info;
+	uint32_t i;
+	int rc;
+	uint16_t mtu = (uint16_t)p->mtu;
+
+	memset(&ec, 0, sizeof(ec));
+	rc = rte_eth_dev_info_get(p->port_id, &info);
+	if (rc)
+		return rc;
+	if (p->nb_queues > info.max_rx_queues || p->nb_queues > info.max_tx_queues)
+		return -EINVAL;
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		ec.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	rc = rte_eth_dev_configure(p->port_id, (uint16_t)p->nb_queues,
+		(uint16_t)p->nb_queues, &ec);
+	if (rc)
+		return rc;
+	/* not every virtual PMD supports setting an MTU: keep going */
+	if (rte_eth_dev_set_mtu(p->port_id, mtu) != 0)
+		rte_eth_dev_get_mtu(p->port_id, &mtu);
+	p->mtu = mtu ? mtu : 1500;
+	for (i = 0; i < p->nb_queues; i++) {
+		rc = rte_eth_rx_queue_setup(p->port_id, (uint16_t)i, 1024,
+			(unsigned int)rte_eth_dev_socket_id(p->port_id), NULL,
+			p->pool);
+		if (rc)
+			return rc;
+		rc = rte_eth_tx_queue_setup(p->port_id, (uint16_t)i, 1024,
+			(unsigned int)rte_eth_dev_socket_id(p->port_id), NULL);
+		if (rc)
+			return rc;
+	}
+	rc = rte_eth_dev_start(p->port_id);
+	if (rc)
+		return rc;
+	rte_eth_promiscuous_enable(p->port_id);
+	return 0;
+}
+
+struct droce_port *
+droce_port_open(const struct droce_port_conf *conf)
+{
+	static const uint8_t zero[6];
+	struct droce_dev_conf dc;
+	struct droce_port *p;
+	char pool_name[RTE_MEMPOOL_NAMESIZE + 64];
+	uint32_t i, buf;
+	int rc;
+
+	rc = eal_init(conf->eal_args);
+	if (rc) {
+		errno = -rc;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (p == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	p->conf = *conf;
+	snprintf(p->name, sizeof(p->name), "%s", conf->name ? conf->name : "droce0");
+	p->nb_queues = conf->nb_queues ? conf->nb_queues : 1;
+	if (p->nb_queues > DP_MAX_QUEUES)
+		goto einval;
+	p->mtu = conf->mtu ? conf->mtu : 1500;
+	rte_spinlock_init(&p->neigh_lock);
+	rte_spinlock_init(&p->fault_lock);
+	p->frx.conf = conf->fault_rx;
+	p->ftx.conf = conf->fault_tx;
+	p->frx.rng = conf->fault_rx.seed ? conf->fault_rx.seed : 1;
+	p->ftx.rng = conf->fault_tx.seed ? conf->fault_tx.seed : 2;
+
+	/* mbufs big enough for a frame of the port MTU in one segment */
+	buf = RTE_PKTMBUF_HEADROOM + p->mtu + 128;
+	if (buf < RTE_MBUF_DEFAULT_BUF_SIZE)
+		buf = RTE_MBUF_DEFAULT_BUF_SIZE;
+	/* names are global in DPDK's shared memory: keep them short */
+	snprintf(pool_name, RTE_MEMPOOL_NAMESIZE, "drc%d_%.12s", getpid(),
+		p->name);
+	p->pool = rte_pktmbuf_pool_create(pool_name, 8191 * p->nb_queues, 256, 0,
+		(uint16_t)buf, (int)rte_socket_id());
+	if (p->pool == NULL) {
+		DP_LOG(ERR, "mbuf pool: %s", rte_strerror(rte_errno));
+		goto fail;
+	}
+	if (conf->attach_port_id >= 0) {
+		p->port_id = (uint16_t)conf->attach_port_id;
+	} else {
+		char name[128], *c;
+
+		if (conf->devargs == NULL)
+			goto einval;
+		snprintf(name, sizeof(name), "%s", conf->devargs);
+		c = strchr(name, ',');
+		if (c)
+			*c = 0;
+		rc = rte_dev_probe(conf->devargs);
+		if (rc) {
+			DP_LOG(ERR, "probe %s: %s", conf->devargs, strerror(-rc));
+			goto fail;
+		}
+		if (rte_eth_dev_get_port_by_name(name, &p->port_id) != 0) {
+			DP_LOG(ERR, "no ethdev named %s", name);
+			goto fail;
+		}
+		p->owns_port = 1;
+		rc = port_setup(p);
+		if (rc) {
+			DP_LOG(ERR, "port %u setup: %s", p->port_id, strerror(-rc));
+			goto fail;
+		}
+	}
+	if (memcmp(conf->mac, zero, 6) != 0)
+		memcpy(p->mac.addr_bytes, conf->mac, 6);
+	else
+		rte_eth_macaddr_get(p->port_id, &p->mac);
+	p->ipv4 = conf->ipv4;
+
+	memset(&dc, 0, sizeof(dc));
+	memcpy(dc.mac, p->mac.addr_bytes, 6);
+	dc.eth_mtu = p->mtu;
+	dc.nb_queues = p->nb_queues;
+	droce_gid_link_local(dc.gids[0].gid, dc.mac);
+	dc.gids[0].valid = 1;
+	if (p->ipv4) {
+		droce_gid_from_ipv4(dc.gids[1].gid, p->ipv4);
+		dc.gids[1].valid = 1;
+	}
+	dc.seed = rte_get_tsc_cycles() ^ (uint64_t)getpid() << 32;
+	p->dev = droce_dev_create(&dc);
+	if (p->dev == NULL)
+		goto fail;
+	for (i = 0; i < p->nb_queues; i++) {
+		struct dp_queue *q = &p->q[i];
+		struct droce_tp_io io = {
+			.tx_alloc = io_tx_alloc,
+			.tx_submit = io_tx_submit,
+			.tx_free = io_tx_free,
+			.arg = q,
+		};
+
+		q->port = p;
+		q->index = i;
+		rte_spinlock_init(&q->lock);
+		q->tq = droce_dev_queue(p->dev, i);
+		droce_tp_queue_set_io(q->tq, &io);
+		if (p->nb_queues > 1) {
+			char rn[RTE_RING_NAMESIZE + 64];
+
+			snprintf(rn, RTE_RING_NAMESIZE, "drh%d_%.8s_%u", getpid(),
+				p->name, i);
+			q->handoff = rte_ring_create(rn, 4096, (int)rte_socket_id(),
+				RING_F_SC_DEQ);
+			if (q->handoff == NULL)
+				goto fail;
+		}
+	}
+	dp_telemetry_register(p);
+	if (conf->mode == DROCE_PROGRESS_THREAD) {
+		if (pthread_create(&p->thread, NULL, progress_thread, p) != 0)
+			goto fail;
+		p->thread_running = 1;
+	}
+	return p;
+einval:
+	errno = EINVAL;
+fail:
+	rc = errno ? errno : EIO;
+	droce_port_close(p);
+	errno = rc;
+	return NULL;
+}
+
+void
+droce_port_close(struct droce_port *p)
+{
+	uint32_t i;
+
+	if (p == NULL)
+		return;
+	/* stop polling first, drain, then close (memif: never mid-burst) */
+	p->stop = 1;
+	if (p->thread_running)
+		pthread_join(p->thread, NULL);
+	dp_telemetry_unregister(p);
+	for (i = 0; i < p->nb_queues; i++) {
+		struct dp_queue *q = &p->q[i];
+
+		if (q->tq == NULL)
+			continue;
+		rte_spinlock_lock(&q->lock);
+		dp_queue_flush(q);
+		while (q->ntx)
+			rte_pktmbuf_free(q->txq[--q->ntx]);
+		rte_spinlock_unlock(&q->lock);
+		if (q->handoff) {
+			struct rte_mbuf *m;
+
+			while (rte_ring_dequeue(q->handoff, (void **)&m) == 0)
+				rte_pktmbuf_free(m);
+			rte_ring_free(q->handoff);
+		}
+	}
+	if (p->owns_port) {
+		rte_eth_dev_stop(p->port_id);
+		rte_eth_dev_close(p->port_id);
+	}
+	if (p->dev)
+		droce_dev_destroy(p->dev);
+	if (p->pool)
+		rte_mempool_free(p->pool);
+	free(p);
+}
+
+struct droce_dev *
+droce_port_dev(struct droce_port *p)
+{
+	return p->dev;
+}
+
+int
+droce_port_set_fault(struct droce_port *p, const struct droce_fault_conf *rx,
+		const struct droce_fault_conf *tx)
+{
+	rte_spinlock_lock(&p->fault_lock);
+	if (rx) {
+		p->frx.conf = *rx;
+		p->frx.rng = rx->seed ? rx->seed : 1;
+	}
+	if (tx) {
+		p->ftx.conf = *tx;
+		p->ftx.rng = tx->seed ? tx->seed : 2;
+	}
+	rte_spinlock_unlock(&p->fault_lock);
+	return 0;
+}
+
+int
+droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
+		uint32_t timeout_ms)
+{
+	uint64_t end = droce_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	uint64_t next = 0;
+	uint32_t ip;
+
+	if (dp_neigh_lookup(p, dgid, mac) == 0)
+		return 0;
+	if (!droce_gid_is_ipv4(dgid, &ip))
+		return -EHOSTUNREACH;	/* IPv6 ND: static entries only */
+	while (droce_now_ns() < end) {
+		if (droce_now_ns() >= next) {
+			dp_arp_request(p, ip);
+			next = droce_now_ns() + 100000000ull;
+		}
+		if (p->conf.mode != DROCE_PROGRESS_THREAD)
+			droce_port_progress(p, 0);
+		else
+			usleep(200);
+		if (dp_neigh_lookup(p, dgid, mac) == 0)
+			return 0;
+	}
+	return -ETIMEDOUT;
+}
+
+int
+droce_port_add_neighbor(struct droce_port *p, const uint8_t gid[16],
+		const uint8_t mac[6])
+{
+	dp_neigh_learn(p, gid, mac, 1);
+	return 0;
+}
+
+uint32_t
+droce_port_ipv4(const struct droce_port *p)
+{
+	return p->ipv4;
+}
+
+uint16_t
+droce_port_id(const struct droce_port *p)
+{
+	return p->port_id;
+}

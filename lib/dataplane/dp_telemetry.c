@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Counters through rte_telemetry, so Debian's dpdk-telemetry.py (or any
+ * client of the process's telemetry socket) reads them while droce runs:
+ *   /droce/ports             the ports of this process
+ *   /droce/port/stats,N      port N: NIC, queues summed, faults injected
+ *   /droce/queue/stats,N.Q   queue Q of port N: transport counters
+ * Reading takes the queue lock briefly: counters are owned by the queue.
+ */
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_telemetry.h>
+
+#include "dp_internal.h"
+
+#define MAX_PORTS 8
+
+static struct droce_port *ports[MAX_PORTS];
+static rte_spinlock_t reg_lock = RTE_SPINLOCK_INITIALIZER;
+static int registered;
+
+static void
+add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
+{
+	static const char *const perr[DROCE_WIRE_ERR_COUNT] = {
+		NULL, "drop_truncated", "drop_ethertype", "drop_ip_version",
+		"drop_ip_proto", "drop_udp_port", "drop_ip_length",
+		"drop_ip_csum", "drop_tver", "drop_opcode", "drop_transport",
+		"drop_ext_hdr", "drop_padcnt", "drop_mtu", "drop_icrc",
+		"drop_udp_csum",
+	};
+	int i;
+
+#define U(name) rte_tel_data_add_dict_u64(d, #name, st->name)
+	U(rx_pkts); U(rx_bytes); U(tx_pkts); U(tx_bytes);
+	U(rx_drop_noqp); U(rx_drop_state); U(rx_drop_qkey); U(rx_drop_uc);
+	U(retransmits); U(timeouts); U(rewinds);
+	U(nak_seq_tx); U(nak_seq_rx); U(nak_inv_tx); U(nak_inv_rx);
+	U(nak_acc_tx); U(nak_acc_rx); U(nak_op_tx); U(nak_op_rx);
+	U(rnr_nak_tx); U(rnr_nak_rx); U(dup_rx); U(out_of_seq_rx);
+	U(acks_tx); U(acks_rx); U(read_replays); U(atomic_replays);
+	U(cq_overflows);
+#undef U
+	for (i = 1; i < DROCE_WIRE_ERR_COUNT; i++)
+		rte_tel_data_add_dict_u64(d, perr[i], st->rx_drop_parse[i]);
+}
+
+static struct droce_port *
+port_arg(const char *params, uint32_t *q)
+{
+	char *end;
+	long n;
+
+	if (params == NULL || *params == 0)
+		n = 0;
+	else
+		n = strtol(params, &end, 10);
+	if (n < 0 || n >= MAX_PORTS || ports[n] == NULL)
+		return NULL;
+	if (q != NULL) {
+		*q = 0;
+		if (params && (end = strchr(params, '.')) != NULL)
+			*q = (uint32_t)strtoul(end + 1, NULL, 10);
+		if (*q >= ports[n]->nb_queues)
+			return NULL;
+	}
+	return ports[n];
+}
+
+static int
+tel_ports(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	int i;
+
+	(void)cmd;
+	(void)params;
+	rte_tel_data_start_array(d, RTE_TEL_STRING_VAL);
+	for (i = 0; i < MAX_PORTS; i++)
+		if (ports[i])
+			rte_tel_data_add_array_string(d, ports[i]->name);
+	return 0;
+}
+
+static int
+tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct droce_port *p = port_arg(params, NULL);
+	struct droce_tp_stats sum, st;
+	uint64_t nic_tx = 0, nic_rx = 0, drops = 0, hand = 0, arp = 0;
+	uint32_t i, k;
+
+	(void)cmd;
+	if (p == NULL)
+		return -EINVAL;
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; i < p->nb_queues; i++) {
+		struct dp_queue *q = &p->q[i];
+
+		rte_spinlock_lock(&q->lock);
+		droce_tp_queue_stats(q->tq, &st);
+		nic_rx += q->rx_pkts;
+		nic_tx += q->tx_pkts;
+		drops += q->tx_drops;
+		hand += q->handoffs;
+		arp += q->arp;
+		rte_spinlock_unlock(&q->lock);
+		for (k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
+			((uint64_t *)&sum)[k] += ((uint64_t *)&st)[k];
+	}
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_string(d, "name", p->name);
+	rte_tel_data_add_dict_u64(d, "port_id", p->port_id);
+	rte_tel_data_add_dict_u64(d, "queues", p->nb_queues);
+	rte_tel_data_add_dict_u64(d, "nic_rx_pkts", nic_rx);
+	rte_tel_data_add_dict_u64(d, "nic_tx_pkts", nic_tx);
+	rte_tel_data_add_dict_u64(d, "nic_tx_drops", drops);
+	rte_tel_data_add_dict_u64(d, "handoffs", hand);
+	rte_tel_data_add_dict_u64(d, "arp", arp);
+	rte_spinlock_lock(&p->fault_lock);
+	rte_tel_data_add_dict_u64(d, "fault_rx_dropped", p->frx.st.dropped);
+	rte_tel_data_add_dict_u64(d, "fault_rx_duplicated", p->frx.st.duplicated);
+	rte_tel_data_add_dict_u64(d, "fault_rx_reordered", p->frx.st.reordered);
+	rte_tel_data_add_dict_u64(d, "fault_rx_corrupted", p->frx.st.corrupted);
+	rte_tel_data_add_dict_u64(d, "fault_tx_dropped", p->ftx.st.dropped);
+	rte_tel_data_add_dict_u64(d, "fault_tx_duplicated", p->ftx.st.duplicated);
+	rte_tel_data_add_dict_u64(d, "fault_tx_reordered", p->ftx.st.reordered);
+	rte_tel_data_add_dict_u64(d, "fault_tx_corrupted", p->ftx.st.corrupted);
+	rte_spinlock_unlock(&p->fault_lock);
+	add_tp_stats(d, &sum);
+	return 0;
+}
+
+static int
+tel_queue_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct droce_tp_stats st;
+	struct droce_port *p;
+	uint32_t q;
+
+	(void)cmd;
+	p = port_arg(params, &q);
+	if (p == NULL)
+		return -EINVAL;
+	rte_spinlock_lock(&p->q[q].lock);
+	droce_tp_queue_stats(p->q[q].tq, &st);
+	rte_spinlock_unlock(&p->q[q].lock);
+	rte_tel_data_start_dict(d);
+	add_tp_stats(d, &st);
+	return 0;
+}
+
+void
+dp_telemetry_register(struct droce_port *p)
+{
+	int i;
+
+	rte_spinlock_lock(&reg_lock);
+	for (i = 0; i < MAX_PORTS; i++) {
+		if (ports[i] == NULL) {
+			ports[i] = p;
+			break;
+		}
+	}
+	if (!registered) {
+		registered = 1;
+		rte_telemetry_register_cmd("/droce/ports", tel_ports,
+			"droce ports of this process");
+		rte_telemetry_register_cmd("/droce/port/stats", tel_port_stats,
+			"droce port counters. Parameter: port index");
+		rte_telemetry_register_cmd("/droce/queue/stats", tel_queue_stats,
+			"droce queue counters. Parameter: port.queue");
+	}
+	rte_spinlock_unlock(&reg_lock);
+}
+
+void
+dp_telemetry_unregister(struct droce_port *p)
+{
+	int i;
+
+	rte_spinlock_lock(&reg_lock);
+	for (i = 0; i < MAX_PORTS; i++)
+		if (ports[i] == p)
+			ports[i] = NULL;
+	rte_spinlock_unlock(&reg_lock);
+}
