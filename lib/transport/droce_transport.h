@@ -286,6 +286,9 @@ struct droce_mw *droce_mw_from_ibv(struct ibv_mw *mw);
 struct ibv_ah *droce_ah_to_ibv(struct droce_ah *ah);
 struct droce_ah *droce_ah_from_ibv(struct ibv_ah *ah);
 
+/** Name of a completion status (as ibv_wc_status_str, without libibverbs). */
+const char *droce_wc_status_str(enum ibv_wc_status status);
+
 /** Current state of a QP (cheap; droce_qp_query gives everything). */
 enum ibv_qp_state droce_qp_state(const struct droce_qp *qp);
 

@@ -1,0 +1,903 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * droce-perf: RDMA benchmark over droce, client and server like perftest,
+ * with every figure printed beside the raw rate of the same PMD measured
+ * in the same run (plain rte_eth_tx_burst/rx_burst, same frame sizes).
+ *
+ *   droce-perf --server --vdev net_memif0,role=server,socket=/tmp/m.sock \
+ *              --ip 10.0.0.1 [--port 18515]
+ *   droce-perf --client --vdev net_memif0,role=client,socket=/tmp/m.sock \
+ *              --ip 10.0.0.2 --peer-ip 10.0.0.1 --op write --size 64
+ */
+
+#include <arpa/inet.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "perf.h"
+
+static const char *const op_names[OP_NB] = {
+	"write", "write_imm", "send", "read", "fetch_add", "cmp_swap",
+};
+
+static struct {
+	int server;
+	const char *vdev, *eal, *ip, *peer_ip, *json;
+	int port;
+	int ops[OP_NB], nops;
+	uint32_t sizes[32], nsizes;
+	uint32_t iters, nqp, queues, depth, post_list;
+	int inline_data, lat, verify, raw, live, json_out, static_neigh;
+	double duration;
+	struct droce_fault_conf fault;
+} opt = {
+	.port = 18515, .iters = 10000, .nqp = 1, .queues = 1, .depth = 64,
+	.post_list = 1, .duration = 0,
+};
+
+static struct droce_port *port;
+static struct droce_pd *pd;
+static struct droce_cq *cq[16];
+static struct droce_qp *qp[PERF_MAX_QP];
+static uint8_t *mem;
+static size_t memsz;
+static struct droce_mr *mr;
+static struct perf_info me, peer;
+static int sc = -1;
+static uint32_t mtu_bytes = 1024;
+
+#define SLOT(i) ((size_t)(i) * (memsz / PERF_MAX_QP))
+
+static uint32_t
+qp_queue(uint32_t i)
+{
+	return droce_qpn_queue(droce_port_dev(port), droce_qp_num(qp[i]));
+}
+
+static void
+progress_all(void)
+{
+	uint32_t q;
+
+	for (q = 0; q < opt.queues; q++)
+		droce_port_progress(port, q);
+}
+
+static void
+pattern(uint8_t *p, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)((i * 2654435761u + seed) >> 11);
+}
+
+static int
+pattern_ok(const uint8_t *p, size_t n, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] != (uint8_t)((i * 2654435761u + seed) >> 11))
+			return 0;
+	return 1;
+}
+
+static int
+parse_sizes(const char *s)
+{
+	char buf[256], *t, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (t = strtok_r(buf, ",", &save); t && opt.nsizes < 32;
+			t = strtok_r(NULL, ",", &save))
+		opt.sizes[opt.nsizes++] = (uint32_t)strtoul(t, NULL, 0);
+	return 0;
+}
+
+static void
+usage(void)
+{
+	fprintf(stderr,
+"usage: droce-perf --server|--client --vdev DEVARGS --ip A.B.C.D [options]\n"
+"  --peer-ip A.B.C.D   the server (client side)\n"
+"  --port N            TCP side channel port on loopback (18515)\n"
+"  --op OP[,OP..]      write write_imm send read fetch_add cmp_swap all\n"
+"  --size N[,N..]      message sizes; --sweep for 64..65536\n"
+"  --iters N           messages per test (10000)\n"
+"  --qps N             queue pairs (1)    --queues N  DPDK queues (1)\n"
+"  --depth N           WRs in flight per QP (64)\n"
+"  --post-list N       WRs per ibv_post_send call (1)\n"
+"  --inline            inline data      --lat  latency mode\n"
+"  --verify            check every byte and every completion\n"
+"  --raw               also measure the raw PMD rate (default on)\n"
+"  --no-raw            do not\n"
+"  --fault drop,dup,reorder,corrupt  fault injection in ppm (both ways)\n"
+"  --static-neigh      take the peer MAC from the side channel, no ARP\n"
+"  --json              print results as JSON   --live  progress lines\n"
+"  --eal \"ARGS\"        EAL arguments\n");
+}
+
+static int
+parse_args(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "server", no_argument, NULL, 'S' },
+		{ "client", no_argument, NULL, 'C' },
+		{ "vdev", required_argument, NULL, 'v' },
+		{ "eal", required_argument, NULL, 'e' },
+		{ "ip", required_argument, NULL, 'i' },
+		{ "peer-ip", required_argument, NULL, 'P' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "op", required_argument, NULL, 'o' },
+		{ "size", required_argument, NULL, 's' },
+		{ "sweep", no_argument, NULL, 'w' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "qps", required_argument, NULL, 'q' },
+		{ "queues", required_argument, NULL, 'Q' },
+		{ "depth", required_argument, NULL, 'd' },
+		{ "post-list", required_argument, NULL, 'l' },
+		{ "inline", no_argument, NULL, 'I' },
+		{ "lat", no_argument, NULL, 'L' },
+		{ "verify", no_argument, NULL, 'V' },
+		{ "raw", no_argument, NULL, 'r' },
+		{ "no-raw", no_argument, NULL, 'R' },
+		{ "fault", required_argument, NULL, 'f' },
+		{ "static-neigh", no_argument, NULL, 'N' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "live", no_argument, NULL, 'y' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c, i;
+
+	opt.raw = 1;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'S': opt.server = 1; break;
+		case 'C': opt.server = 0; break;
+		case 'v': opt.vdev = optarg; break;
+		case 'e': opt.eal = optarg; break;
+		case 'i': opt.ip = optarg; break;
+		case 'P': opt.peer_ip = optarg; break;
+		case 'p': opt.port = atoi(optarg); break;
+		case 'o':
+			if (strcmp(optarg, "all") == 0) {
+				for (i = 0; i < OP_NB; i++)
+					opt.ops[opt.nops++] = i;
+				break;
+			}
+			for (i = 0; i < OP_NB; i++)
+				if (strstr(optarg, op_names[i]) &&
+						opt.nops < OP_NB)
+					opt.ops[opt.nops++] = i;
+			/* "write" matches write_imm's name too: be exact */
+			if (strcmp(optarg, "write") == 0) {
+				opt.nops = 1;
+				opt.ops[0] = OP_WRITE;
+			}
+			break;
+		case 's': parse_sizes(optarg); break;
+		case 'w': parse_sizes("64,256,1024,4096,16384,65536"); break;
+		case 'n': opt.iters = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'q': opt.nqp = (uint32_t)atoi(optarg); break;
+		case 'Q': opt.queues = (uint32_t)atoi(optarg); break;
+		case 'd': opt.depth = (uint32_t)atoi(optarg); break;
+		case 'l': opt.post_list = (uint32_t)atoi(optarg); break;
+		case 'I': opt.inline_data = 1; break;
+		case 'L': opt.lat = 1; break;
+		case 'V': opt.verify = 1; break;
+		case 'r': opt.raw = 1; break;
+		case 'R': opt.raw = 0; break;
+		case 'f':
+			sscanf(optarg, "%u,%u,%u,%u", &opt.fault.drop_ppm,
+				&opt.fault.dup_ppm, &opt.fault.reorder_ppm,
+				&opt.fault.corrupt_ppm);
+			break;
+		case 'N': opt.static_neigh = 1; break;
+		case 'j': opt.json_out = 1; break;
+		case 'y': opt.live = 1; break;
+		default:
+			usage();
+			return -1;
+		}
+	}
+	if (opt.vdev == NULL || opt.ip == NULL ||
+			(!opt.server && opt.peer_ip == NULL) || opt.nqp == 0 ||
+			opt.nqp > PERF_MAX_QP || opt.queues == 0 ||
+			opt.queues > 16 || opt.depth == 0 || opt.post_list == 0) {
+		usage();
+		return -1;
+	}
+	if (opt.nops == 0)
+		opt.ops[opt.nops++] = OP_WRITE;
+	if (opt.nsizes == 0)
+		opt.sizes[opt.nsizes++] = 64;
+	return 0;
+}
+
+static int
+setup(void)
+{
+	struct droce_port_conf pc;
+	struct ibv_qp_init_attr ia;
+	struct in_addr a;
+	uint32_t i;
+
+	droce_port_conf_init(&pc);
+	pc.eal_args = opt.eal;
+	pc.devargs = opt.vdev;
+	pc.nb_queues = opt.queues;
+	pc.mode = DROCE_PROGRESS_INLINE;
+	inet_pton(AF_INET, opt.ip, &a);
+	pc.ipv4 = ntohl(a.s_addr);
+	pc.fault_rx = opt.fault;
+	pc.fault_rx.seed = 11 + (uint64_t)opt.server;
+	pc.name = opt.server ? "perf-server" : "perf-client";
+	port = droce_port_open(&pc);
+	if (port == NULL) {
+		fprintf(stderr, "droce-perf: cannot open %s: %s\n", opt.vdev,
+			strerror(errno));
+		return -1;
+	}
+	mtu_bytes = droce_mtu_to_bytes(droce_eth_mtu_to_path_mtu(
+		droce_dev_conf(droce_port_dev(port))->eth_mtu));
+	pd = droce_pd_alloc(droce_port_dev(port));
+	for (i = 0; i < opt.queues; i++)
+		cq[i] = droce_cq_create(droce_port_dev(port), i, 4096);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = opt.depth < 64 ? 64 : opt.depth;
+	ia.cap.max_recv_wr = 512;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = 256;
+	for (i = 0; i < opt.nqp; i++) {
+		qp[i] = droce_qp_create(pd, &ia, cq[i % opt.queues],
+			cq[i % opt.queues], NULL);
+		if (qp[i] == NULL) {
+			fprintf(stderr, "droce-perf: QP: %s\n", strerror(errno));
+			return -1;
+		}
+	}
+	memsz = (size_t)PERF_MAX_QP * (1u << 20);
+	mem = aligned_alloc(4096, memsz);
+	memset(mem, 0, memsz);
+	mr = droce_mr_reg(pd, mem, memsz, (uint64_t)(uintptr_t)mem,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	me.nqp = opt.nqp;
+	for (i = 0; i < opt.nqp; i++) {
+		me.qpn[i] = droce_qp_num(qp[i]);
+		me.psn[i] = (uint32_t)rand() & 0xffffff;
+	}
+	me.addr = (uint64_t)(uintptr_t)mem;
+	me.rkey = droce_mr_rkey(mr);
+	me.ipv4 = pc.ipv4;
+	rte_eth_macaddr_get(droce_port_id(port), (struct rte_ether_addr *)me.mac);
+	return 0;
+}
+
+static int
+connect_qps(void)
+{
+	struct ibv_qp_attr a;
+	struct droce_av av;
+	uint32_t i;
+	int rc;
+
+	memset(&av, 0, sizeof(av));
+	droce_gid_from_ipv4(av.dgid, peer.ipv4);
+	av.sgid_index = 1;
+	av.hop_limit = 64;
+	if (opt.static_neigh) {
+		memcpy(av.dmac, peer.mac, 6);
+		droce_port_add_neighbor(port, av.dgid, peer.mac);
+	} else {
+		rc = droce_port_resolve(port, av.dgid, av.dmac, 10000);
+		if (rc) {
+			fprintf(stderr, "droce-perf: ARP for the peer: %s\n",
+				strerror(-rc));
+			return -1;
+		}
+	}
+	for (i = 0; i < opt.nqp; i++) {
+		uint32_t q = qp_queue(i);
+
+		droce_port_lock(port, q);
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_INIT;
+		a.port_num = 1;
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_REMOTE_ATOMIC;
+		rc = droce_qp_modify(qp[i], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, NULL);
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = (enum ibv_mtu)droce_bytes_to_mtu(mtu_bytes);
+		a.dest_qp_num = peer.qpn[i];
+		a.rq_psn = peer.psn[i];
+		a.max_dest_rd_atomic = 16;
+		a.min_rnr_timer = 12;
+		rc |= droce_qp_modify(qp[i], &a, IBV_QP_STATE | IBV_QP_AV |
+			IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, &av);
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = me.psn[i];
+		a.timeout = 14;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 16;
+		rc |= droce_qp_modify(qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC, NULL);
+		droce_port_unlock(port, q);
+		if (rc) {
+			fprintf(stderr, "droce-perf: modify QP: %d\n", rc);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* ---- raw PMD baseline ---- */
+
+/* Frame size on the wire for one packet of a message of `size` bytes. */
+static uint32_t
+frame_size(uint32_t size)
+{
+	uint32_t pl = size > mtu_bytes ? mtu_bytes : size;
+
+	return 14 + 20 + 8 + 12 + 16 + pl + ((0u - pl) & 3) + 4;
+}
+
+/* Send frames of the size droce sends, as fast as the PMD takes them. */
+static double
+raw_client(uint32_t size, double secs, uint64_t *sent_out)
+{
+	struct rte_mbuf *m[32];
+	struct rte_mempool *mp;
+	uint16_t pid = droce_port_id(port);
+	uint32_t fl = frame_size(size);
+	uint64_t sent = 0, t0, t;
+	char name[64];
+	int i, n;
+
+	snprintf(name, sizeof(name), "raw%d", getpid());
+	mp = rte_mempool_lookup(name);
+	if (mp == NULL)
+		mp = rte_pktmbuf_pool_create(name, 4095, 256, 0,
+			RTE_MBUF_DEFAULT_BUF_SIZE + 4096, (int)rte_socket_id());
+	if (mp == NULL)
+		return 0;
+	t0 = droce_now_ns();
+	do {
+		if (rte_pktmbuf_alloc_bulk(mp, m, 32) == 0) {
+			for (i = 0; i < 32; i++) {
+				uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
+
+				/* not RoCE: the server's droce ignores them */
+				memset(d, 0xff, 6);
+				memcpy(d + 6, me.mac, 6);
+				d[12] = 0x88;
+				d[13] = 0xb5;	/* local experimental */
+				m[i]->data_len = m[i]->pkt_len = (uint16_t)fl;
+			}
+			n = rte_eth_tx_burst(pid, 0, m, 32);
+			sent += (uint64_t)n;
+			if (n < 32)
+				rte_pktmbuf_free_bulk(m + n, 32 - n);
+		}
+		t = droce_now_ns();
+	} while (t - t0 < (uint64_t)(secs * 1e9));
+	*sent_out = sent;
+	return (double)sent / ((t - t0) / 1e9);
+}
+
+static uint64_t raw_server_count;
+
+static uint64_t
+raw_server(void)
+{
+	struct rte_mbuf *m[64];
+	uint16_t pid = droce_port_id(port);
+	uint64_t got = 0;
+	int n;
+
+	for (;;) {
+		n = rte_eth_rx_burst(pid, 0, m, 64);
+		if (n) {
+			got += (uint64_t)n;
+			rte_pktmbuf_free_bulk(m, (unsigned int)n);
+		} else if (sc_ready(sc)) {
+			break;
+		}
+	}
+	raw_server_count = got;
+	return got;
+}
+
+/* ---- the client side of one test ---- */
+
+struct result {
+	int op;
+	uint32_t size;
+	uint64_t msgs;
+	double secs, mps, gbps;
+	double lat_avg, lat_p50, lat_p99;
+	double raw_fps, raw_gbps, ratio;
+	int ok;
+};
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
+		uint32_t i, uint64_t k)
+{
+	uint64_t raddr = peer.addr + SLOT(i);
+
+	memset(wr, 0, sizeof(*wr));
+	sge->addr = (uint64_t)(uintptr_t)(mem + SLOT(i));
+	sge->length = size;
+	sge->lkey = droce_mr_lkey(mr);
+	wr->wr_id = k;
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	if (opt.inline_data && size <= 256 &&
+			(op == OP_WRITE || op == OP_WRITE_IMM || op == OP_SEND))
+		wr->send_flags |= IBV_SEND_INLINE;
+	switch (op) {
+	case OP_WRITE:
+	case OP_WRITE_IMM:
+		wr->opcode = op == OP_WRITE ? IBV_WR_RDMA_WRITE :
+			IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr->imm_data = htonl((uint32_t)k);
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = peer.rkey;
+		break;
+	case OP_SEND:
+		wr->opcode = IBV_WR_SEND;
+		break;
+	case OP_READ:
+		wr->opcode = IBV_WR_RDMA_READ;
+		wr->wr.rdma.remote_addr = raddr;
+		wr->wr.rdma.rkey = peer.rkey;
+		break;
+	case OP_FADD:
+	case OP_CSWAP:
+		/* the result lands after the data region of the slot */
+		sge->addr = (uint64_t)(uintptr_t)(mem + SLOT(i) +
+			(memsz / PERF_MAX_QP) - 8);
+		sge->length = 8;
+		wr->opcode = op == OP_FADD ? IBV_WR_ATOMIC_FETCH_AND_ADD :
+			IBV_WR_ATOMIC_CMP_AND_SWP;
+		wr->wr.atomic.remote_addr = raddr;
+		wr->wr.atomic.rkey = peer.rkey;
+		wr->wr.atomic.compare_add = op == OP_FADD ? 1 : k;
+		wr->wr.atomic.swap = k + 1;
+		break;
+	default:
+		break;
+	}
+}
+
+static int
+run_client(int op, uint32_t size, struct result *r)
+{
+	struct perf_cmd c = { .kind = PERF_CMD_RUN, .op = (uint32_t)op,
+		.size = size, .iters = opt.iters, .seed = size * 31u + 7 };
+	uint64_t posted[PERF_MAX_QP] = { 0 }, done[PERF_MAX_QP] = { 0 };
+	uint64_t per_qp = (opt.iters + opt.nqp - 1) / opt.nqp, total = 0;
+	uint64_t *lat = NULL, t0, t_post[1] = { 0 }, next_live;
+	struct ibv_wc wc[64];
+	uint32_t i, q, depth = opt.lat ? 1 : opt.depth;
+	int n, k, bad = 0;
+
+	memset(r, 0, sizeof(*r));
+	if (op == OP_FADD || op == OP_CSWAP)
+		size = 8;
+	r->op = op;
+	r->size = size;
+	if (opt.lat)
+		lat = calloc(per_qp * opt.nqp + 1, sizeof(*lat));
+	for (i = 0; i < opt.nqp; i++)
+		pattern(mem + SLOT(i), size, c.seed + i);
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+		return -1;
+	t0 = droce_now_ns();
+	next_live = t0 + 1000000000ull;
+	while (total < per_qp * opt.nqp) {
+		for (i = 0; i < opt.nqp; i++) {
+			struct ibv_send_wr wrs[64], *bad_wr;
+			struct ibv_sge sges[64];
+			uint32_t m = 0;
+
+			while (posted[i] < per_qp && posted[i] - done[i] < depth &&
+					m < opt.post_list && m < 64) {
+				fill_wr(&wrs[m], &sges[m], op, size, i, posted[i]);
+				if (m)
+					wrs[m - 1].next = &wrs[m];
+				posted[i]++;
+				m++;
+			}
+			if (m == 0)
+				continue;
+			q = qp_queue(i);
+			if (opt.lat)
+				t_post[0] = droce_now_ns();
+			droce_port_lock(port, q);
+			k = droce_qp_post_send(qp[i], wrs, &bad_wr);
+			droce_port_unlock(port, q);
+			if (k) {
+				fprintf(stderr, "post_send: %s\n", strerror(k));
+				return -1;
+			}
+		}
+		progress_all();
+		for (q = 0; q < opt.queues; q++) {
+			droce_port_lock(port, q);
+			n = droce_cq_poll(cq[q], wc, 64);
+			droce_port_unlock(port, q);
+			for (k = 0; k < n; k++) {
+				uint32_t qi;
+
+				if (wc[k].status != IBV_WC_SUCCESS) {
+					fprintf(stderr, "completion: %s\n",
+						droce_wc_status_str(wc[k].status));
+					bad = 1;
+				}
+				for (qi = 0; qi < opt.nqp; qi++)
+					if (droce_qp_num(qp[qi]) == wc[k].qp_num)
+						break;
+				if (qi < opt.nqp) {
+					if (opt.verify && wc[k].wr_id != done[qi])
+						bad = 1;	/* out of order */
+					done[qi]++;
+				}
+				if (opt.lat)
+					lat[total] = droce_now_ns() - t_post[0];
+				total++;
+			}
+			if (bad)
+				break;
+		}
+		if (bad)
+			break;
+		if (opt.live && droce_now_ns() > next_live) {
+			fprintf(stderr, "  %s %u: %" PRIu64 " of %" PRIu64 "\n",
+				op_names[op], size, total, per_qp * opt.nqp);
+			next_live += 1000000000ull;
+		}
+	}
+	r->secs = (droce_now_ns() - t0) / 1e9;
+	r->msgs = total;
+	r->mps = total / r->secs;
+	r->gbps = r->mps * r->size * 8 / 1e9;
+	if (opt.lat && total) {
+		double s = 0;
+
+		for (i = 0; i < total; i++)
+			s += (double)lat[i];
+		qsort(lat, total, sizeof(*lat), cmp_u64);
+		r->lat_avg = s / total / 1000.0;
+		r->lat_p50 = lat[total / 2] / 1000.0;
+		r->lat_p99 = lat[total * 99 / 100] / 1000.0;
+	}
+	free(lat);
+	/* verification at the server (WRITE, SEND, atomics), here (READ) */
+	c.kind = PERF_CMD_DONE;
+	c.value = per_qp;
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+		return -1;
+	r->ok = !bad && c.value == 1;
+	if (op == OP_READ && opt.verify)
+		for (i = 0; i < opt.nqp; i++)
+			if (!pattern_ok(mem + SLOT(i), size, c.seed + 1000 + i))
+				r->ok = 0;
+	if (op == OP_FADD && opt.verify)
+		for (i = 0; i < opt.nqp; i++)
+			if (*(uint64_t *)(mem + SLOT(i) + memsz / PERF_MAX_QP - 8)
+					!= per_qp - 1)
+				r->ok = 0;	/* the last original value */
+	return 0;
+}
+
+static void
+run_raw(struct result *r)
+{
+	struct perf_cmd c = { .kind = PERF_CMD_RAW };
+	uint64_t sent = 0;
+	uint32_t pl;
+
+	if (r->op == OP_FADD || r->op == OP_CSWAP)
+		r->size = 8;
+	pl = r->size > mtu_bytes ? mtu_bytes : r->size;
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+		return;
+	usleep(1000);
+	r->raw_fps = raw_client(r->size, r->secs > 0.3 ? 0.5 : 0.3, &sent);
+	c.kind = PERF_CMD_RAW_DONE;
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+		return;
+	/* what the peer received is the rate that counts */
+	if (sent)
+		r->raw_fps = r->raw_fps * ((double)c.value / (double)sent);
+	r->raw_gbps = r->raw_fps * pl * 8 / 1e9;
+	if (r->raw_gbps > 0)
+		r->ratio = r->gbps / r->raw_gbps;
+	/* drain what is left of the raw frames before droce runs again */
+	for (int i = 0; i < 100; i++)
+		progress_all();
+}
+
+static void
+print_results(struct result *rs, int n)
+{
+	int i;
+
+	if (opt.json_out) {
+		printf("{\"results\": [\n");
+		for (i = 0; i < n; i++)
+			printf("  {\"op\": \"%s\", \"size\": %u, \"msgs\": %" PRIu64
+				", \"msgs_per_s\": %.0f, \"gbps\": %.3f,"
+				" \"lat_avg_us\": %.2f, \"lat_p50_us\": %.2f,"
+				" \"lat_p99_us\": %.2f, \"raw_frames_per_s\": %.0f,"
+				" \"raw_gbps\": %.3f, \"ratio\": %.3f,"
+				" \"verified\": %s}%s\n", op_names[rs[i].op],
+				rs[i].size, rs[i].msgs, rs[i].mps, rs[i].gbps,
+				rs[i].lat_avg, rs[i].lat_p50, rs[i].lat_p99,
+				rs[i].raw_fps, rs[i].raw_gbps, rs[i].ratio,
+				rs[i].ok ? "true" : "false",
+				i + 1 < n ? "," : "");
+		printf("]}\n");
+		return;
+	}
+	printf("-----------------------------------------------------------------"
+		"---------------------------\n");
+	printf(" %-10s %8s %10s %12s %10s %9s %12s %10s %7s %s\n", "op",
+		"bytes", "msgs", "msgs/s", "Gbit/s", opt.lat ? "lat us" : "",
+		"raw fr/s", "raw Gb/s", "ratio", "check");
+	for (i = 0; i < n; i++) {
+		char lat[32] = "";
+
+		if (opt.lat)
+			snprintf(lat, sizeof(lat), "%.2f/%.2f", rs[i].lat_p50,
+				rs[i].lat_p99);
+		printf(" %-10s %8u %10" PRIu64 " %12.0f %10.3f %9s %12.0f "
+			"%10.3f %6.1f%% %s\n", op_names[rs[i].op], rs[i].size,
+			rs[i].msgs, rs[i].mps, rs[i].gbps, lat, rs[i].raw_fps,
+			rs[i].raw_gbps, rs[i].ratio * 100,
+			opt.verify ? (rs[i].ok ? "verified" : "FAILED") :
+			(rs[i].ok ? "ok" : "FAILED"));
+	}
+	printf("-----------------------------------------------------------------"
+		"---------------------------\n");
+}
+
+/* ---- the server side ---- */
+
+#define RBUF_SZ 65536u
+#define RBUF_N 128u
+
+static uint8_t *rmem;
+static struct droce_mr *rmr;
+static struct perf_cmd cur;
+static uint64_t recv_count, recv_bad;
+
+static void
+post_recv_buf(uint32_t qi, uint32_t k)
+{
+	struct ibv_sge s = {
+		.addr = (uint64_t)(uintptr_t)(rmem + ((size_t)qi * RBUF_N + k) *
+			RBUF_SZ),
+		.length = RBUF_SZ, .lkey = droce_mr_lkey(rmr),
+	};
+	struct ibv_recv_wr wr = { .wr_id = (uint64_t)qi << 32 | k,
+		.sg_list = &s, .num_sge = 1 }, *bad;
+	uint32_t q = qp_queue(qi);
+
+	droce_port_lock(port, q);
+	if (droce_qp_post_recv(qp[qi], &wr, &bad) != 0)
+		recv_bad++;
+	droce_port_unlock(port, q);
+}
+
+static void
+server_poll(void)
+{
+	struct ibv_wc wc[64];
+	uint32_t q;
+	int n, k;
+
+	progress_all();
+	for (q = 0; q < opt.queues; q++) {
+		droce_port_lock(port, q);
+		n = droce_cq_poll(cq[q], wc, 64);
+		droce_port_unlock(port, q);
+		for (k = 0; k < n; k++) {
+			uint32_t qi = (uint32_t)(wc[k].wr_id >> 32);
+			uint32_t b = (uint32_t)wc[k].wr_id;
+
+			if (wc[k].status != IBV_WC_SUCCESS) {
+				recv_bad++;
+				continue;
+			}
+			if (wc[k].opcode == IBV_WC_RECV && opt.verify &&
+					(wc[k].byte_len != cur.size ||
+					!pattern_ok(rmem + ((size_t)qi * RBUF_N + b) *
+					RBUF_SZ, cur.size, cur.seed + qi)))
+				recv_bad++;
+			recv_count++;
+			post_recv_buf(qi, b);
+		}
+	}
+}
+
+static int
+server_loop(void)
+{
+	uint32_t i, k;
+
+	rmem = aligned_alloc(4096, (size_t)opt.nqp * RBUF_N * RBUF_SZ);
+	rmr = droce_mr_reg(pd, rmem, (size_t)opt.nqp * RBUF_N * RBUF_SZ,
+		(uint64_t)(uintptr_t)rmem, IBV_ACCESS_LOCAL_WRITE);
+	for (i = 0; i < opt.nqp; i++)
+		for (k = 0; k < RBUF_N; k++)
+			post_recv_buf(i, k);
+	for (;;) {
+		struct perf_cmd c;
+		uint32_t spin;
+
+		/* a poll() on the side channel costs a system call: look
+		 * at it once every few hundred passes */
+		for (spin = 0; spin < 512; spin++)
+			server_poll();
+		if (!sc_ready(sc))
+			continue;
+		if (sc_recv(sc, &c, sizeof(c)))
+			return -1;
+		switch (c.kind) {
+		case PERF_CMD_RUN:
+			cur = c;
+			if (c.op == OP_FADD || c.op == OP_CSWAP)
+				cur.size = 8;
+			recv_count = recv_bad = 0;
+			for (i = 0; i < opt.nqp; i++) {
+				if (c.op == OP_READ)
+					pattern(mem + SLOT(i), cur.size,
+						c.seed + 1000 + i);
+				else
+					memset(mem + SLOT(i), 0, cur.size);
+			}
+			break;
+		case PERF_CMD_DONE: {
+			uint64_t want = c.value * opt.nqp, t_end;
+			int ok = 1;
+
+			/* completions at the client mean the data is here;
+			 * poll until the receives are all in */
+			t_end = droce_now_ns() + 5000000000ull;
+			if (cur.op == OP_SEND || cur.op == OP_WRITE_IMM)
+				while (recv_count < want &&
+						droce_now_ns() < t_end)
+					server_poll();
+			if ((cur.op == OP_SEND || cur.op == OP_WRITE_IMM) &&
+					recv_count != want)
+				ok = 0;
+			if (recv_bad)
+				ok = 0;
+			for (i = 0; i < opt.nqp && opt.verify; i++) {
+				if ((cur.op == OP_WRITE || cur.op == OP_WRITE_IMM)
+						&& !pattern_ok(mem + SLOT(i),
+						cur.size, cur.seed + i))
+					ok = 0;
+				if ((cur.op == OP_FADD || cur.op == OP_CSWAP) &&
+						*(uint64_t *)(mem + SLOT(i)) !=
+						c.value)
+					ok = 0;
+			}
+			c.value = (uint64_t)ok;
+			break;
+		}
+		case PERF_CMD_RAW:
+			if (sc_send(sc, &c, sizeof(c)))
+				return -1;
+			c.value = raw_server();
+			if (sc_recv(sc, &c, sizeof(c)))
+				return -1;
+			c.value = raw_server_count;
+			break;
+		case PERF_CMD_QUIT:
+			sc_send(sc, &c, sizeof(c));
+			return 0;
+		default:
+			return -1;
+		}
+		if (sc_send(sc, &c, sizeof(c)))
+			return -1;
+	}
+}
+
+int
+main(int argc, char **argv)
+{
+	struct result rs[64];
+	int nr = 0, i, rc = 0;
+	uint32_t s;
+
+	if (parse_args(argc, argv) != 0)
+		return 2;
+	srand((unsigned int)getpid());
+	if (setup() != 0)
+		return 1;
+	sc = opt.server ? sc_listen(opt.port) : sc_connect("127.0.0.1",
+		opt.port, 60);
+	if (sc < 0) {
+		fprintf(stderr, "droce-perf: side channel on port %d failed\n",
+			opt.port);
+		return 1;
+	}
+	if (sc_send(sc, &me, sizeof(me)) || sc_recv(sc, &peer, sizeof(peer)) ||
+			peer.nqp != me.nqp) {
+		fprintf(stderr, "droce-perf: exchange failed (QP counts?)\n");
+		return 1;
+	}
+	if (connect_qps() != 0)
+		return 1;
+	if (opt.server) {
+		rc = server_loop();
+	} else {
+		if (!opt.json_out)
+			printf(" droce-perf: %u QP(s), %u queue(s), depth %u, "
+				"post list %u, path MTU %u%s%s\n", opt.nqp,
+				opt.queues, opt.lat ? 1 : opt.depth,
+				opt.post_list, mtu_bytes,
+				opt.inline_data ? ", inline" : "",
+				opt.lat ? ", latency" : ", bandwidth");
+		for (i = 0; i < opt.nops; i++) {
+			for (s = 0; s < opt.nsizes && nr < 64; s++) {
+				if (run_client(opt.ops[i], opt.sizes[s],
+						&rs[nr]) != 0) {
+					rc = 1;
+					break;
+				}
+				if (opt.raw)
+					run_raw(&rs[nr]);
+				if (!rs[nr].ok)
+					rc = 1;
+				nr++;
+				if (opt.ops[i] == OP_FADD ||
+						opt.ops[i] == OP_CSWAP)
+					break;	/* atomics are 8 bytes */
+			}
+		}
+		print_results(rs, nr);
+		{
+			struct perf_cmd c = { .kind = PERF_CMD_QUIT };
+
+			sc_send(sc, &c, sizeof(c));
+			sc_recv(sc, &c, sizeof(c));
+		}
+	}
+	close(sc);
+	droce_port_close(port);
+	return rc;
+}
