@@ -890,6 +890,21 @@ main(int argc, char **argv)
 			}
 		}
 		print_results(rs, nr);
+		if (rc) {
+			struct droce_tp_stats st;
+
+			droce_port_lock(port, 0);
+			droce_tp_queue_stats(droce_dev_queue(droce_port_dev(port),
+				0), &st);
+			droce_port_unlock(port, 0);
+			fprintf(stderr, "droce-perf: tx %" PRIu64 " rx %" PRIu64
+				" retransmits %" PRIu64 " timeouts %" PRIu64
+				" seq-NAK rx %" PRIu64 " RNR rx %" PRIu64
+				" dup %" PRIu64 " ICRC drops %" PRIu64 "\n",
+				st.tx_pkts, st.rx_pkts, st.retransmits,
+				st.timeouts, st.nak_seq_rx, st.rnr_nak_rx,
+				st.dup_rx, st.rx_drop_parse[-DROCE_WIRE_EICRC]);
+		}
 		{
 			struct perf_cmd c = { .kind = PERF_CMD_QUIT };
 

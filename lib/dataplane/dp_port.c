@@ -209,10 +209,11 @@ peek_dqpn(const uint8_t *f, uint32_t len)
 static void
 deliver(struct dp_queue *q, struct rte_mbuf **m, uint16_t n, uint64_t now)
 {
-	const uint8_t *frames[DP_BURST];
-	uint32_t lens[DP_BURST];
+	const uint8_t *frames[DP_BURST * 2];
+	uint32_t lens[DP_BURST * 2];
 	uint16_t i;
 
+	RTE_ASSERT(n <= DP_BURST * 2);
 	for (i = 0; i < n; i++) {
 		frames[i] = rte_pktmbuf_mtod(m[i], const uint8_t *);
 		lens[i] = rte_pktmbuf_data_len(m[i]);
@@ -226,7 +227,8 @@ static int
 queue_poll(struct dp_queue *q)
 {
 	struct droce_port *p = q->port;
-	struct rte_mbuf *in[DP_BURST * 2], *mine[DP_BURST];
+	/* faults may duplicate: room for twice a burst */
+	struct rte_mbuf *in[DP_BURST * 2], *mine[DP_BURST * 2];
 	uint16_t n, i, nm = 0;
 	uint64_t now = droce_now_ns();
 	int work = 0;

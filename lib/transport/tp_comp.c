@@ -31,8 +31,10 @@ mark_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 {
 	if (w->state == TP_WQE_DONE)
 		return;
-	if (is_rd_atomic(w->opcode) && qp->rd_atomic_out)
+	if (w->rd_counted) {
+		w->rd_counted = 0;
 		qp->rd_atomic_out--;
+	}
 	w->state = TP_WQE_DONE;
 	w->status = st;
 }
@@ -183,6 +185,12 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			qp->st.nak_seq_rx++;
 			if (droce_psn_diff(psn, qp->una) < 0)
 				return;
+			/* A duplicated or late copy of the NAK we already
+			 * acted on, with no progress since: the resend is
+			 * under way, do not rewind (and spend a retry) again. */
+			if (psn == qp->last_nak_psn && qp->una == qp->last_nak_una)
+				return;
+			qp->last_nak_psn = psn;
 			if (ack_before(qp, psn, &rw))
 				psn = rw;
 			progress_made(qp, psn);
@@ -197,6 +205,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			qp->retries_left--;
 			qp->st.retransmits++;
 			tp_req_rewind(qp, psn);
+			qp->last_nak_una = qp->una;
 			break;
 		}
 		if (syn == DROCE_AETH_NAK_INV_REQ)

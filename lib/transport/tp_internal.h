@@ -145,6 +145,7 @@ struct tp_swqe {
 	uint64_t read_done;	/* READ: bytes received */
 	uint64_t atomic_orig;
 	int signaled;
+	int rd_counted;		/* holds a READ/atomic credit */
 };
 
 struct tp_sq {
@@ -225,7 +226,9 @@ struct droce_qp {
 	uint64_t ack_deadline;	/* retransmit timer, 0 = off */
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
 	int need_retransmit;
-	uint32_t last_acked_psn; /* for duplicate-ACK detection */
+	uint32_t last_acked_psn; /* READ gap already asked for */
+	uint32_t last_nak_psn;	/* sequence NAK already acted on */
+	uint32_t last_nak_una;
 
 	/* responder */
 	struct tp_rq rq;

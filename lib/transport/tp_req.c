@@ -41,9 +41,10 @@ wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 {
 	if (w->state == TP_WQE_DONE)
 		return;
-	if (is_rd_atomic(w->opcode) && w->state != TP_WQE_POSTED &&
-			qp->rd_atomic_out)
+	if (w->rd_counted) {
+		w->rd_counted = 0;
 		qp->rd_atomic_out--;
+	}
 	w->state = TP_WQE_DONE;
 	w->status = st;
 }
@@ -145,15 +146,6 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 		qp->sq.cur = qp->sq.head;
 		qp->cur_off = 0;
 		qp->psn = psn;
-	}
-	/* READ/atomic WQEs from cur on will be sent again */
-	qp->rd_atomic_out = 0;
-	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
-		struct tp_swqe *w = wqe_at(qp, i);
-
-		if (is_rd_atomic(w->opcode) && w->state != TP_WQE_DONE &&
-				w->state != TP_WQE_POSTED)
-			qp->rd_atomic_out++;
 	}
 	for (i = qp->sq.cur; i != qp->sq.head; i++) {
 		struct tp_swqe *w = wqe_at(qp, i);
@@ -338,12 +330,12 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 			(w->opcode == IBV_WR_RDMA_READ ?
 				msg_npsn(qp, w->length) : 1) :
 			msg_npsn(qp, w->length);
-		if (is_rd_atomic(w->opcode))
-			qp->rd_atomic_out++;
 		w->state = TP_WQE_SENDING;
-	} else if (off == 0 && w->state == TP_WQE_SENT &&
-			is_rd_atomic(w->opcode)) {
-		qp->rd_atomic_out++;	/* resent after a rewind */
+	}
+	/* a READ or atomic holds a credit until it completes */
+	if (is_rd_atomic(w->opcode) && !w->rd_counted) {
+		w->rd_counted = 1;
+		qp->rd_atomic_out++;
 	}
 	if (qp->type == IBV_QPT_RC && qp->ack_deadline == 0 && qp->timeout)
 		qp->ack_deadline = q->now + droce_ack_timeout_ns(qp->timeout);
@@ -400,8 +392,7 @@ tp_req_progress(struct droce_qp *qp)
 					w->state == TP_WQE_POSTED &&
 					qp->rd_atomic_out)
 				break;
-			if (is_rd_atomic(w->opcode) && qp->cur_off == 0 &&
-					w->state == TP_WQE_POSTED &&
+			if (is_rd_atomic(w->opcode) && !w->rd_counted &&
 					qp->rd_atomic_out >= (qp->max_rd_atomic ?
 						qp->max_rd_atomic : 1u))
 				break;
