@@ -32,7 +32,8 @@ static const char *const op_names[OP_NB] = {
 
 static struct {
 	int server;
-	const char *vdev, *eal, *ip, *peer_ip, *json;
+	const char *vdev, *eal, *ip, *peer_ip, *json, *sc_addr;
+	int timeout;
 	int port;
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
@@ -42,7 +43,7 @@ static struct {
 	struct droce_fault_conf fault;
 } opt = {
 	.port = 18515, .iters = 10000, .nqp = 1, .queues = 1, .depth = 64,
-	.post_list = 1, .duration = 0,
+	.post_list = 1, .duration = 0, .sc_addr = "127.0.0.1", .timeout = 14,
 };
 
 static struct droce_port *port;
@@ -125,7 +126,9 @@ usage(void)
 "  --fault drop,dup,reorder,corrupt  fault injection in ppm (both ways)\n"
 "  --static-neigh      take the peer MAC from the side channel, no ARP\n"
 "  --json              print results as JSON   --live  progress lines\n"
-"  --eal \"ARGS\"        EAL arguments\n");
+"  --eal \"ARGS\"        EAL arguments\n"
+"  --sc-addr A.B.C.D   side channel address (127.0.0.1)\n"
+"  --timeout N         local ACK timeout exponent (14: 67 ms)\n");
 }
 
 static int
@@ -156,6 +159,8 @@ parse_args(int argc, char **argv)
 		{ "static-neigh", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'y' },
+		{ "sc-addr", required_argument, NULL, 'A' },
+		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -207,6 +212,8 @@ parse_args(int argc, char **argv)
 		case 'N': opt.static_neigh = 1; break;
 		case 'j': opt.json_out = 1; break;
 		case 'y': opt.live = 1; break;
+		case 'A': opt.sc_addr = optarg; break;
+		case 'T': opt.timeout = atoi(optarg); break;
 		default:
 			usage();
 			return -1;
@@ -334,7 +341,7 @@ connect_qps(void)
 			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, &av);
 		a.qp_state = IBV_QPS_RTS;
 		a.sq_psn = me.psn[i];
-		a.timeout = 14;
+		a.timeout = (uint8_t)opt.timeout;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 16;
@@ -848,8 +855,8 @@ main(int argc, char **argv)
 	srand((unsigned int)getpid());
 	if (setup() != 0)
 		return 1;
-	sc = opt.server ? sc_listen(opt.port) : sc_connect("127.0.0.1",
-		opt.port, 60);
+	sc = opt.server ? sc_listen(opt.sc_addr, opt.port) :
+		sc_connect(opt.sc_addr, opt.port, 60);
 	if (sc < 0) {
 		fprintf(stderr, "droce-perf: side channel on port %d failed\n",
 			opt.port);
@@ -890,6 +897,23 @@ main(int argc, char **argv)
 			}
 		}
 		print_results(rs, nr);
+		if (opt.fault.drop_ppm || opt.fault.dup_ppm ||
+				opt.fault.reorder_ppm || opt.fault.corrupt_ppm) {
+			struct droce_fault_stats fs;
+
+			droce_port_fault_stats(port, &fs, NULL);
+			printf(" faults injected on receive: %" PRIu64 " dropped, %"
+				PRIu64 " duplicated, %" PRIu64 " reordered, %"
+				PRIu64 " corrupted\n", fs.dropped, fs.duplicated,
+				fs.reordered, fs.corrupted);
+			if ((opt.fault.drop_ppm && !fs.dropped) ||
+					(opt.fault.dup_ppm && !fs.duplicated) ||
+					(opt.fault.reorder_ppm && !fs.reordered)) {
+				fprintf(stderr, "droce-perf: faults asked for "
+					"were not injected\n");
+				rc = 1;
+			}
+		}
 		if (rc) {
 			struct droce_tp_stats st;
 

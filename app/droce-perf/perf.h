@@ -40,7 +40,7 @@ enum { PERF_CMD_RUN = 1, PERF_CMD_DONE, PERF_CMD_RAW, PERF_CMD_RAW_DONE,
 enum perf_op { OP_WRITE, OP_WRITE_IMM, OP_SEND, OP_READ, OP_FADD, OP_CSWAP,
 	OP_NB };
 
-int sc_listen(int port);
+int sc_listen(const char *addr, int port);
 int sc_connect(const char *host, int port, int timeout_s);
 int sc_send(int fd, const void *b, size_t n);
 int sc_recv(int fd, void *b, size_t n);

@@ -17,7 +17,7 @@
 #include "perf.h"
 
 int
-sc_listen(int port)
+sc_listen(const char *addr, int port)
 {
 	struct sockaddr_in a;
 	int fd, c, one = 1;
@@ -29,7 +29,10 @@ sc_listen(int port)
 	memset(&a, 0, sizeof(a));
 	a.sin_family = AF_INET;
 	a.sin_port = htons((uint16_t)port);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (inet_pton(AF_INET, addr, &a.sin_addr) != 1) {
+		close(fd);
+		return -1;
+	}
 	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 1) < 0) {
 		perror("droce-perf: side channel");
 		close(fd);

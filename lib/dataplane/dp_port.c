@@ -667,3 +667,23 @@ droce_port_id(const struct droce_port *p)
 {
 	return p->port_id;
 }
+
+void
+droce_port_fault_stats(struct droce_port *p, struct droce_fault_stats *rx,
+		struct droce_fault_stats *tx)
+{
+	rte_spinlock_lock(&p->fault_lock);
+	if (rx) {
+		rx->dropped = p->frx.st.dropped;
+		rx->duplicated = p->frx.st.duplicated;
+		rx->reordered = p->frx.st.reordered;
+		rx->corrupted = p->frx.st.corrupted;
+	}
+	if (tx) {
+		tx->dropped = p->ftx.st.dropped;
+		tx->duplicated = p->ftx.st.duplicated;
+		tx->reordered = p->ftx.st.reordered;
+		tx->corrupted = p->ftx.st.corrupted;
+	}
+	rte_spinlock_unlock(&p->fault_lock);
+}

@@ -111,6 +111,13 @@ int droce_port_resolve(struct droce_port *port, const uint8_t dgid[16],
 int droce_port_add_neighbor(struct droce_port *port, const uint8_t gid[16],
 		const uint8_t mac[6]);
 
+/** What fault injection did on a port so far. */
+struct droce_fault_stats {
+	uint64_t dropped, duplicated, reordered, corrupted;
+};
+void droce_port_fault_stats(struct droce_port *port, struct droce_fault_stats *rx,
+		struct droce_fault_stats *tx);
+
 /** Change fault injection at run time. */
 int droce_port_set_fault(struct droce_port *port, const struct droce_fault_conf *rx,
 		const struct droce_fault_conf *tx);

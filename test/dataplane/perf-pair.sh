@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+#
+# perf-pair.sh PERF LINK [--nft] [--telemetry] -- CLIENT-ARGS...
+#
+# Two droce-perf processes, a server and a client, each its own DPDK
+# primary (own --file-prefix), over:
+#   memif     net_memif on a unique socket
+#   afpacket  net_af_packet on a veth pair between two network namespaces
+#             (--nft: the kernel drops 2% on ingress and duplicates on
+#             egress with nftables netdev hooks, since there is no netem)
+# The client's arguments select the test; its exit status is the result.
+# --telemetry: while the client runs, read the server's counters through
+# its telemetry socket and require that they moved.
+# Everything started is torn down on exit, failed or not.
+set -uo pipefail
+perf=$1 link=$2; shift 2
+nft=0 tele=0
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+	case $1 in
+	--nft) nft=1 ;;
+	--telemetry) tele=1 ;;
+	esac
+	shift
+done
+[ "${1:-}" = "--" ] && shift
+
+id="$$_$RANDOM"
+tag=$(printf '%s' "$id" | md5sum | cut -c1-6)
+port=$((20000 + RANDOM % 20000))
+work=$(mktemp -d /tmp/droce-pair.XXXXXX)
+srv_pid=""
+nsa="drA$tag" nsb="drB$tag"
+eal_common="--no-pci --log-level=lib.eal:4 --log-level=pmd:4"
+
+cleanup() {
+	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
+	[ -n "$srv_pid" ] && wait "$srv_pid" 2>/dev/null
+	if [ "$link" = afpacket ]; then
+		ip netns del "$nsa" 2>/dev/null
+		ip netns del "$nsb" 2>/dev/null
+	fi
+	rm -rf "$work" "/var/run/dpdk/drs$tag" "/var/run/dpdk/drc$tag"
+}
+trap cleanup EXIT
+
+case $link in
+memif)
+	sock="$work/memif.sock"
+	srv_vdev="net_memif0,role=server,socket=$sock"
+	cli_vdev="net_memif0,role=client,socket=$sock"
+	srv_ns="" cli_ns=""
+	sc_addr=127.0.0.1
+	;;
+afpacket)
+	command -v ip >/dev/null || { echo "no iproute2: skip"; exit 77; }
+	ip netns add "$nsa" || { echo "cannot create netns: skip"; exit 77; }
+	ip netns add "$nsb"
+	ip link add "va$tag" netns "$nsa" type veth peer name "vb$tag" netns "$nsb"
+	for ns in "$nsa" "$nsb"; do
+		ip -n "$ns" link set lo up
+	done
+	ip -n "$nsa" link set "va$tag" up
+	ip -n "$nsb" link set "vb$tag" up
+	# the kernel's addresses carry the side channel; droce has its own
+	ip -n "$nsa" addr add 10.199.0.1/24 dev "va$tag"
+	ip -n "$nsb" addr add 10.199.0.2/24 dev "vb$tag"
+	# qdisc_bypass=0: frames go through the kernel's transmit path,
+	# where the nftables egress hook sees them. (An AF_PACKET socket
+	# receives before the ingress hook runs, so loss is made on egress.)
+	srv_vdev="net_af_packet0,iface=va$tag,framecnt=4096,qpairs=1,qdisc_bypass=0"
+	cli_vdev="net_af_packet0,iface=vb$tag,framecnt=4096,qpairs=1,qdisc_bypass=0"
+	srv_ns="ip netns exec $nsa" cli_ns="ip netns exec $nsb"
+	sc_addr=10.199.0.1
+	if [ $nft = 1 ]; then
+		command -v nft >/dev/null || { echo "no nftables: skip"; exit 77; }
+		for side in a b; do
+			if [ $side = a ]; then ns=$nsa dev=va$tag; else ns=$nsb dev=vb$tag; fi
+			ip netns exec "$ns" nft -f - <<NFT || exit 1
+table netdev loss {
+	chain out {
+		type filter hook egress device "$dev" priority 0;
+		udp dport 4791 numgen random mod 100 < 2 counter drop
+		udp dport 4791 numgen random mod 100 < 2 counter dup to "$dev"
+	}
+}
+NFT
+		done
+	fi
+	;;
+*)
+	echo "unknown link $link"; exit 2 ;;
+esac
+
+$srv_ns "$perf" --server --vdev "$srv_vdev" --ip 10.198.0.1 \
+	--sc-addr "$sc_addr" --port "$port" \
+	--eal "--file-prefix drs$tag -l 0 $eal_common" "$@" \
+	> "$work/server.log" 2>&1 &
+srv_pid=$!
+sleep 0.5
+
+if [ $tele = 1 ]; then
+	(
+		sockp=/var/run/dpdk/drs$tag/dpdk_telemetry.v2
+		for i in $(seq 1 100); do [ -S "$sockp" ] && break; sleep 0.2; done
+		sleep 2
+		/usr/bin/python3 "$(dirname "$0")/telemetry-read.py" "$sockp" \
+			> "$work/telemetry.out" 2>&1
+		echo $? > "$work/telemetry.rc"
+	) &
+	tele_pid=$!
+fi
+
+$cli_ns "$perf" --client --vdev "$cli_vdev" --ip 10.198.0.2 \
+	--peer-ip 10.198.0.1 --sc-addr "$sc_addr" --port "$port" \
+	--eal "--file-prefix drc$tag -l 1 $eal_common" "$@" \
+	> "$work/client.log" 2>&1
+rc=$?
+grep -v -e '^EAL' -e '^TELEMETRY' "$work/client.log"
+wait "$srv_pid"
+src=$?
+srv_pid=""
+if [ $src -ne 0 ]; then
+	echo "server exited $src:"; tail -20 "$work/server.log"
+	rc=1
+fi
+if [ $nft = 1 ]; then
+	# the kernel really dropped and duplicated frames
+	for ns in "$nsa" "$nsb"; do
+		ip netns exec "$ns" nft list table netdev loss | grep counter
+	done > "$work/nft.out"
+	cat "$work/nft.out"
+	if ! grep -q 'drop' "$work/nft.out" ||
+			grep 'drop' "$work/nft.out" | grep -q 'packets 0 '; then
+		echo "nftables dropped nothing"; rc=1
+	fi
+fi
+if [ $tele = 1 ]; then
+	wait "$tele_pid"
+	cat "$work/telemetry.out"
+	[ "$(cat "$work/telemetry.rc" 2>/dev/null)" = 0 ] || rc=1
+fi
+exit $rc

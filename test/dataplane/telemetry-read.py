@@ -1,0 +1,41 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+"""telemetry-read.py SOCKET: read droce's counters through a DPDK process's
+telemetry socket (the protocol Debian's dpdk-telemetry.py speaks) twice,
+and require that the port's packet counters are there and moving."""
+import json
+import socket
+import sys
+import time
+
+
+def query(path, cmd):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.connect(path)
+    json.loads(s.recv(1024 * 12))           # greeting
+    s.send(cmd.encode())
+    reply = json.loads(s.recv(1024 * 64))
+    s.close()
+    return reply
+
+
+def main():
+    path = sys.argv[1]
+    ports = query(path, "/droce/ports")["/droce/ports"]
+    print("telemetry: droce ports", ports)
+    first = query(path, "/droce/port/stats,0")["/droce/port/stats"]
+    time.sleep(1)
+    second = query(path, "/droce/port/stats,0")["/droce/port/stats"]
+    q = query(path, "/droce/queue/stats,0.0")["/droce/queue/stats"]
+    for k in ("nic_rx_pkts", "rx_pkts", "tx_pkts", "acks_tx",
+              "drop_icrc", "retransmits"):
+        print("telemetry: %-12s %d -> %d" % (k, first[k], second[k]))
+    ok = (len(ports) == 1 and second["rx_pkts"] > first["rx_pkts"] > 0 and
+          second["nic_rx_pkts"] >= second["rx_pkts"] and
+          q["rx_pkts"] > 0)
+    print("telemetry:", "counters read and moving" if ok else "FAILED")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
