@@ -537,6 +537,9 @@ run_client(int op, uint32_t size, struct result *r)
 			struct ibv_sge sges[64];
 			uint32_t m = 0;
 
+			/* fill the window, post_list WRs per post call */
+		again:
+			m = 0;
 			while (posted[i] < per_qp && posted[i] - done[i] < depth &&
 					m < opt.post_list && m < 64) {
 				fill_wr(&wrs[m], &sges[m], op, size, i, posted[i]);
@@ -557,6 +560,8 @@ run_client(int op, uint32_t size, struct result *r)
 				fprintf(stderr, "post_send: %s\n", strerror(k));
 				return -1;
 			}
+			if (!opt.lat)
+				goto again;
 		}
 		progress_all();
 		for (q = 0; q < opt.queues; q++) {

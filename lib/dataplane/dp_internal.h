@@ -43,6 +43,9 @@ struct dp_queue {
 	struct rte_mbuf *txq[DP_TXQ_LEN];
 	uint32_t ntx;
 	struct rte_ring *handoff;	/* frames for this queue from others */
+	/* transmit mbufs handed out but not used, kept for the next call */
+	struct rte_mbuf *stash[DP_BURST * 2];
+	uint32_t nstash;
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
 	volatile int kicked;
 } __rte_cache_aligned;

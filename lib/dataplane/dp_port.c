@@ -87,37 +87,61 @@ eal_init(const char *args)
 
 /* ---- transmit buffers for the transport ---- */
 
+static void
+io_tx_free(void *arg, struct droce_txbuf *bufs, uint32_t n)
+{
+	struct dp_queue *q = arg;
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		if (q->nstash < RTE_DIM(q->stash))
+			q->stash[q->nstash++] = bufs[i].cookie;
+		else
+			rte_pktmbuf_free(bufs[i].cookie);
+	}
+}
+
+/*
+ * The transport asks for a batch and often uses one buffer of it: what it
+ * gives back is stashed for its next call instead of going back to the
+ * mempool (alloc 32 + free 31 per packet showed at the top of a profile).
+ */
 static uint32_t
 io_tx_alloc(void *arg, struct droce_txbuf *bufs, uint32_t n, uint32_t cap)
 {
 	struct dp_queue *q = arg;
-	struct rte_mbuf *m[DP_BURST];
 	uint32_t i;
 
 	if (n > DP_BURST)
 		n = DP_BURST;
-	if (rte_pktmbuf_alloc_bulk(q->port->pool, m, n) != 0)
-		return 0;
+	if (q->nstash < n) {
+		uint32_t want = DP_BURST;
+
+		if (rte_pktmbuf_alloc_bulk(q->port->pool, q->stash + q->nstash,
+				want) != 0) {
+			want = n - q->nstash;
+			if (rte_pktmbuf_alloc_bulk(q->port->pool,
+					q->stash + q->nstash, want) != 0)
+				want = 0;
+		}
+		q->nstash += want;
+		if (q->nstash < n)
+			n = q->nstash;
+	}
 	for (i = 0; i < n; i++) {
-		bufs[i].data = rte_pktmbuf_mtod(m[i], uint8_t *);
-		bufs[i].cap = rte_pktmbuf_tailroom(m[i]);
-		bufs[i].cookie = m[i];
+		struct rte_mbuf *m = q->stash[--q->nstash];
+
+		rte_pktmbuf_reset(m);
+		bufs[i].data = rte_pktmbuf_mtod(m, uint8_t *);
+		bufs[i].cap = rte_pktmbuf_tailroom(m);
+		bufs[i].cookie = m;
 		if (bufs[i].cap < cap) {
-			rte_pktmbuf_free_bulk(m, n);
+			q->stash[q->nstash++] = m;
+			io_tx_free(q, bufs, i);
 			return 0;
 		}
 	}
 	return n;
-}
-
-static void
-io_tx_free(void *arg, struct droce_txbuf *bufs, uint32_t n)
-{
-	uint32_t i;
-
-	(void)arg;
-	for (i = 0; i < n; i++)
-		rte_pktmbuf_free(bufs[i].cookie);
 }
 
 static void
@@ -578,6 +602,8 @@ droce_port_close(struct droce_port *p)
 		dp_queue_flush(q);
 		while (q->ntx)
 			rte_pktmbuf_free(q->txq[--q->ntx]);
+		while (q->nstash)
+			rte_pktmbuf_free(q->stash[--q->nstash]);
 		rte_spinlock_unlock(&q->lock);
 		if (q->handoff) {
 			struct rte_mbuf *m;
