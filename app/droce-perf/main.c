@@ -837,9 +837,22 @@ server_loop(void)
 				return -1;
 			c.value = raw_server_count;
 			break;
-		case PERF_CMD_QUIT:
+		case PERF_CMD_QUIT: {
+			struct droce_tp_stats st;
+
+			droce_port_lock(port, 0);
+			droce_tp_queue_stats(droce_dev_queue(droce_port_dev(port),
+				0), &st);
+			droce_port_unlock(port, 0);
+			fprintf(stderr, "droce-perf server: rx %" PRIu64 " tx %"
+				PRIu64 " seq-NAK tx %" PRIu64 " RNR tx %" PRIu64
+				" inv-req NAK tx %" PRIu64 " dup %" PRIu64
+				" QP0 state %d\n", st.rx_pkts, st.tx_pkts,
+				st.nak_seq_tx, st.rnr_nak_tx, st.nak_inv_tx,
+				st.dup_rx, droce_qp_state(qp[0]));
 			sc_send(sc, &c, sizeof(c));
 			return 0;
+		}
 		default:
 			return -1;
 		}

@@ -214,21 +214,24 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 static int
 exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
-	if (f & DROCE_OPF_START) {
-		/* A WRITE with immediate needs a receive WQE up front. */
-		if ((f & DROCE_OPF_IMM) && (f & DROCE_OPF_END) &&
-				!qp->rx_have_wqe) {
-			if (take_rwqe(qp, &qp->rx_wqe) != 0) {
-				if (qp->type == IBV_QPT_RC) {
-					queue_ack(qp, pkt->psn, DROCE_AETH_RNR(
-						qp->min_rnr_timer));
-					qp->st.rnr_nak_tx++;
-					qp->nak_sent = 1;
-				}
-				return -1;
+	/*
+	 * A WRITE with immediate consumes a receive WQE with its last
+	 * packet: take it before touching anything, so that an RNR NAK
+	 * leaves the packet to be retried as if it never came.
+	 */
+	if ((f & DROCE_OPF_IMM) && (f & DROCE_OPF_END) && !qp->rx_have_wqe) {
+		if (take_rwqe(qp, &qp->rx_wqe) != 0) {
+			if (qp->type == IBV_QPT_RC) {
+				queue_ack(qp, pkt->psn, DROCE_AETH_RNR(
+					qp->min_rnr_timer));
+				qp->st.rnr_nak_tx++;
+				qp->nak_sent = 1;
 			}
-			qp->rx_have_wqe = 1;
+			return -1;
 		}
+		qp->rx_have_wqe = 1;
+	}
+	if (f & DROCE_OPF_START) {
 		qp->rx_write_left = pkt->reth_len;
 		qp->rx_write_base = NULL;
 		qp->rx_write_ok = 1;
@@ -267,15 +270,6 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			return -1;
 		}
 		if (f & DROCE_OPF_IMM) {
-			if (!qp->rx_have_wqe) {
-				if (take_rwqe(qp, &qp->rx_wqe) != 0) {
-					if (qp->type == IBV_QPT_RC)
-						queue_ack(qp, pkt->psn,
-							DROCE_AETH_RNR(
-							qp->min_rnr_timer));
-					return -1;
-				}
-			}
 			qp->rx_have_wqe = 0;
 			rx_complete(qp, &qp->rx_wqe, IBV_WC_SUCCESS,
 				IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)qp->rx_off,

@@ -92,6 +92,12 @@ NFT
 	echo "unknown link $link"; exit 2 ;;
 esac
 
+if [ -n "${DROCE_PAIR_PCAP:-}" ] && [ "$link" = afpacket ]; then
+	# debugging aid: capture what the server's side sees
+	ip netns exec "$nsa" tshark -q -i "va$tag" -w "$DROCE_PAIR_PCAP" \
+		-F pcap udp port 4791 2>/dev/null &
+	sleep 1
+fi
 $srv_ns "$perf" --server --vdev "$srv_vdev" --ip 10.198.0.1 \
 	--sc-addr "$sc_addr" --port "$port" \
 	--eal "--file-prefix drs$tag -l 0 $eal_common" "$@" \
@@ -103,7 +109,6 @@ if [ $tele = 1 ]; then
 	(
 		sockp=/var/run/dpdk/drs$tag/dpdk_telemetry.v2
 		for i in $(seq 1 100); do [ -S "$sockp" ] && break; sleep 0.2; done
-		sleep 2
 		/usr/bin/python3 "$(dirname "$0")/telemetry-read.py" "$sockp" \
 			> "$work/telemetry.out" 2>&1
 		echo $? > "$work/telemetry.rc"
@@ -123,6 +128,8 @@ srv_pid=""
 if [ $src -ne 0 ]; then
 	echo "server exited $src:"; tail -20 "$work/server.log"
 	rc=1
+elif [ $rc -ne 0 ]; then
+	grep -v -e '^EAL' -e '^TELEMETRY' "$work/server.log" | tail -5
 fi
 if [ $nft = 1 ]; then
 	# the kernel really dropped and duplicated frames

@@ -23,8 +23,13 @@ def main():
     path = sys.argv[1]
     ports = query(path, "/droce/ports")["/droce/ports"]
     print("telemetry: droce ports", ports)
-    first = query(path, "/droce/port/stats,0")["/droce/port/stats"]
-    time.sleep(1)
+    # wait for traffic to start (the side channel, ARP, QP set-up first)
+    for _ in range(100):
+        first = query(path, "/droce/port/stats,0")["/droce/port/stats"]
+        if first["rx_pkts"] > 0:
+            break
+        time.sleep(0.1)
+    time.sleep(0.5)
     second = query(path, "/droce/port/stats,0")["/droce/port/stats"]
     q = query(path, "/droce/queue/stats,0.0")["/droce/queue/stats"]
     for k in ("nic_rx_pkts", "rx_pkts", "tx_pkts", "acks_tx",

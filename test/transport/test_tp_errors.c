@@ -198,6 +198,30 @@ test_rnr(int rnr_retry)
 	pair_free(&p);
 }
 
+/* A multi-packet WRITE with immediate whose last packet meets no receive
+ * WQE: RNR, then, once a receive is posted, the whole WRITE lands. */
+static void
+test_rnr_write_imm(void)
+{
+	struct pair p;
+	uint64_t id;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	pattern(p.b[0].p, 3000, 17);
+	CHECK_EQ(post_op(&p, IBV_WR_RDMA_WRITE_WITH_IMM, 3000, REMOTE(&p, 8192),
+		RKEY(&p), 1), 0, "post write imm");
+	CHECK_EQ((int)wait_status(&p, 0, 3000000, &id), -1,
+		"waits while the responder has no receive");
+	post_recv(&p, 1, 16, 2);
+	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_SUCCESS,
+		"write with imm completes after RNR");
+	CHECK_EQ(wait_status(&p, 1, 100000000, &id), IBV_WC_SUCCESS,
+		"its receive completes");
+	CHECK(pattern_ok(p.b[1].p + 8192, 3000, 17), "data intact after RNR");
+	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_RTS, "responder RTS");
+	pair_free(&p);
+}
+
 static void
 test_rem_access(int how)
 {
@@ -589,6 +613,7 @@ main(void)
 	test_rnr(2);
 	test_rnr(0);
 	test_rnr(7);
+	test_rnr_write_imm();
 	test_rem_access(0);
 	test_rem_access(1);
 	test_rem_access(2);

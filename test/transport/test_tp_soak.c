@@ -112,7 +112,7 @@ setup(void)
 			d->qp = droce_qp_create(L.end[s].pd, &ia, d->scq, d->rcq,
 				NULL);
 			tbuf_init(&d->loc, L.end[s].pd, SLOTS * SLOT_SZ, ACC_ALL);
-			tbuf_init(&d->tgt, L.end[s].pd, SLOTS * SLOT_SZ, ACC_ALL);
+			tbuf_init(&d->tgt, L.end[s].pd, SLOTS * SLOT_SZ + 4096, ACC_ALL);
 			tbuf_init(&d->rcv, L.end[s].pd, SLOTS * SLOT_SZ, ACC_ALL);
 		}
 		CHECK_EQ(fl_connect(&L, k->s[0].qp, k->s[1].qp, &o), 0,
@@ -226,7 +226,7 @@ post_one(int c, int s)
 	case K_FADD:
 		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
 		wr.wr.atomic.remote_addr = (uint64_t)(uintptr_t)peer->tgt.p +
-			(size_t)SLOTS * SLOT_SZ - 64;
+			(size_t)SLOTS * SLOT_SZ + 64;
 		wr.wr.atomic.rkey = droce_mr_rkey(peer->tgt.mr);
 		wr.wr.atomic.compare_add = 1 + fl_rand(&L) % 1000;
 		d->expect[slot] = d->fadd_sum;
@@ -235,7 +235,7 @@ post_one(int c, int s)
 	case K_CSWAP:
 		wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 		wr.wr.atomic.remote_addr = (uint64_t)(uintptr_t)peer->tgt.p +
-			(size_t)SLOTS * SLOT_SZ - 56;
+			(size_t)SLOTS * SLOT_SZ + 72;
 		wr.wr.atomic.rkey = droce_mr_rkey(peer->tgt.mr);
 		wr.wr.atomic.compare_add = d->cswap_val;
 		wr.wr.atomic.swap = fl_rand(&L);
@@ -394,13 +394,14 @@ main(int argc, char **argv)
 	struct droce_tp_stats st[2];
 
 	CHECK_EQ(fl_init(&L, seed, 1500), 0, "fakelink");
-	if (argc > 3)
+	if (argc > 3 && strcmp(argv[3], "-") != 0)
 		fl_capture(&L, argv[3], 7, 2000);
 	for (dir = 0; dir < 2; dir++) {
-		L.faults[dir].drop_ppm = 50000;
-		L.faults[dir].dup_ppm = 20000;
-		L.faults[dir].reorder_ppm = 50000;
-		L.faults[dir].corrupt_ppm = 1000;
+		/* optional: DROP DUP REORDER CORRUPT in ppm after the pcap */
+		L.faults[dir].drop_ppm = argc > 4 ? atoi(argv[4]) : 50000;
+		L.faults[dir].dup_ppm = argc > 5 ? atoi(argv[5]) : 20000;
+		L.faults[dir].reorder_ppm = argc > 6 ? atoi(argv[6]) : 50000;
+		L.faults[dir].corrupt_ppm = argc > 7 ? atoi(argv[7]) : 1000;
 	}
 	setup();
 	total_ops = ops;
@@ -457,7 +458,7 @@ main(int argc, char **argv)
 			/* both directions of fetch-add sums landed */
 			for (s = 0; s < 2; s++)
 				CHECK_EQ(*(uint64_t *)(C[c].s[1 - s].tgt.p +
-					(size_t)SLOTS * SLOT_SZ - 64),
+					(size_t)SLOTS * SLOT_SZ + 64),
 					C[c].s[s].fadd_sum, "fetch-add total");
 		}
 	}
