@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * embed_write: the smallest DPDK application that embeds droce and does
+ * RDMA WRITEs to a peer. Progress runs in droce's background thread, so the
+ * server does nothing while the client writes into its memory; a final SEND
+ * tells it to look. The two sides find each other through files in a
+ * directory (a real application would use its own control channel).
+ *
+ *   embed_write server DIR 10.0.0.1 net_memif0,role=server,socket=S -- EAL..
+ *   embed_write client DIR 10.0.0.2 net_memif0,role=client,socket=S -- EAL..
+ */
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <droce.h>
+
+#define BUF (1 << 20)
+#define WRITES 1000
+
+struct info {
+	uint32_t qpn, psn, rkey, ipv4;
+	uint64_t addr;
+};
+
+static int
+exchange(const char *dir, const char *me, const char *peer,
+		const struct info *mine, struct info *theirs)
+{
+	char path[512], tmp[520];
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/%s.info", dir, me);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (f == NULL || fwrite(mine, sizeof(*mine), 1, f) != 1)
+		return -1;
+	fclose(f);
+	rename(tmp, path);	/* the peer never sees half a file */
+	snprintf(path, sizeof(path), "%s/%s.info", dir, peer);
+	for (i = 0; i < 600; i++) {
+		f = fopen(path, "r");
+		if (f != NULL) {
+			int ok = fread(theirs, sizeof(*theirs), 1, f) == 1;
+
+			fclose(f);
+			if (ok)
+				return 0;
+		}
+		usleep(100000);
+	}
+	return -1;
+}
+
+static int
+wait_wc(struct droce_port *port, struct droce_cq *cq, struct ibv_wc *wc)
+{
+	int i, n;
+
+	for (i = 0; i < 1000000; i++) {
+		droce_port_lock(port, 0);
+		n = droce_cq_poll(cq, wc, 1);
+		droce_port_unlock(port, 0);
+		if (n == 1)
+			return wc->status == IBV_WC_SUCCESS ? 0 : -1;
+		usleep(10);
+	}
+	return -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct droce_port_conf pc;
+	struct droce_port *port;
+	struct droce_pd *pd;
+	struct droce_cq *cq;
+	struct droce_qp *qp;
+	struct droce_mr *mr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+	struct droce_av av;
+	struct info mine, peer;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	char eal[512] = "";
+	uint8_t *buf;
+	int server, i, rc = 0;
+	struct in_addr ip;
+
+	if (argc < 5) {
+		fprintf(stderr, "usage: %s server|client DIR IP DEVARGS [-- EAL]\n",
+			argv[0]);
+		return 2;
+	}
+	server = strcmp(argv[1], "server") == 0;
+	for (i = 6; i < argc; i++) {
+		strncat(eal, argv[i], sizeof(eal) - strlen(eal) - 2);
+		strcat(eal, " ");
+	}
+	droce_port_conf_init(&pc);
+	pc.devargs = argv[4];
+	pc.eal_args = eal;
+	inet_pton(AF_INET, argv[3], &ip);
+	pc.ipv4 = ntohl(ip.s_addr);
+	pc.mode = DROCE_PROGRESS_THREAD;	/* droce progresses by itself */
+	port = droce_port_open(&pc);
+	if (port == NULL) {
+		fprintf(stderr, "droce_port_open: %s\n", strerror(errno));
+		return 1;
+	}
+	pd = droce_pd_alloc(droce_port_dev(port));
+	cq = droce_cq_create(droce_port_dev(port), 0, 64);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 64;
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	qp = droce_qp_create(pd, &ia, cq, cq, NULL);
+	buf = aligned_alloc(4096, BUF);
+	memset(buf, 0, BUF);
+	mr = droce_mr_reg(pd, buf, BUF, (uint64_t)(uintptr_t)buf,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+
+	mine.qpn = droce_qp_num(qp);
+	mine.psn = (uint32_t)getpid() & 0xffffff;
+	mine.rkey = droce_mr_rkey(mr);
+	mine.addr = (uint64_t)(uintptr_t)buf;
+	mine.ipv4 = pc.ipv4;
+	if (exchange(argv[2], server ? "server" : "client",
+			server ? "client" : "server", &mine, &peer) != 0) {
+		fprintf(stderr, "no peer\n");
+		return 1;
+	}
+	/* resolve the peer's MAC with ARP, then INIT -> RTR -> RTS */
+	memset(&av, 0, sizeof(av));
+	droce_gid_from_ipv4(av.dgid, peer.ipv4);
+	av.sgid_index = 1;
+	if (droce_port_resolve(port, av.dgid, av.dmac, 10000) != 0) {
+		fprintf(stderr, "ARP: no answer from the peer\n");
+		return 1;
+	}
+	droce_port_lock(port, 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	rc |= droce_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+		IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, NULL);
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer.qpn;
+	a.rq_psn = peer.psn;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	rc |= droce_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+		IBV_QP_MIN_RNR_TIMER, &av);
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = mine.psn;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	rc |= droce_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+		IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		IBV_QP_MAX_QP_RD_ATOMIC, NULL);
+	if (server) {
+		struct ibv_recv_wr rwr = { .sg_list = &sge, .num_sge = 1 }, *rb;
+
+		sge.addr = (uint64_t)(uintptr_t)(buf + BUF - 64);
+		sge.length = 64;
+		sge.lkey = droce_mr_lkey(mr);
+		rc |= droce_qp_post_recv(qp, &rwr, &rb);
+	}
+	droce_port_unlock(port, 0);
+	if (rc) {
+		fprintf(stderr, "QP setup failed\n");
+		return 1;
+	}
+
+	if (server) {
+		/* passive: droce's thread places the WRITEs; wait for "done" */
+		if (wait_wc(port, cq, &wc) != 0) {
+			fprintf(stderr, "server: no done message\n");
+			rc = 1;
+		}
+		for (i = 0; i < WRITES && rc == 0; i++)
+			if (buf[(size_t)i * 1024] != (uint8_t)(i + 1) ||
+					buf[(size_t)i * 1024 + 1023] !=
+					(uint8_t)(i * 7)) {
+				fprintf(stderr, "server: write %d missing\n", i);
+				rc = 1;
+			}
+		if (rc == 0)
+			printf("server: %d RDMA WRITEs arrived intact\n", WRITES);
+	} else {
+		struct ibv_send_wr wr, *bad;
+
+		for (i = 0; i < WRITES; i++) {
+			buf[(size_t)i * 1024] = (uint8_t)(i + 1);
+			buf[(size_t)i * 1024 + 1023] = (uint8_t)(i * 7);
+		}
+		for (i = 0; i <= WRITES && rc == 0; i++) {
+			memset(&wr, 0, sizeof(wr));
+			sge.addr = (uint64_t)(uintptr_t)(buf + (size_t)i * 1024);
+			sge.length = i < WRITES ? 1024 : 4;
+			sge.lkey = droce_mr_lkey(mr);
+			wr.sg_list = &sge;
+			wr.num_sge = 1;
+			wr.send_flags = IBV_SEND_SIGNALED;
+			wr.opcode = i < WRITES ? IBV_WR_RDMA_WRITE : IBV_WR_SEND;
+			wr.wr.rdma.remote_addr = peer.addr + (uint64_t)i * 1024;
+			wr.wr.rdma.rkey = peer.rkey;
+			droce_port_lock(port, 0);
+			rc = droce_qp_post_send(qp, &wr, &bad);
+			droce_port_unlock(port, 0);
+			droce_port_kick(port, 0);
+			if (rc == 0 && wait_wc(port, cq, &wc) != 0)
+				rc = 1;
+		}
+		printf("client: %d RDMA WRITEs and a SEND %s\n", WRITES,
+			rc ? "FAILED" : "completed");
+	}
+	droce_port_close(port);
+	return rc ? 1 : 0;
+}
