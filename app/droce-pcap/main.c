@@ -20,28 +20,6 @@
 
 static int opt_dump;
 
-static int
-is_udp4791(const uint8_t *f, uint32_t len)
-{
-	uint32_t l3 = 14, l4;
-	uint16_t et;
-
-	if (len < 14)
-		return 0;
-	et = (uint16_t)(f[12] << 8 | f[13]);
-	if (et == 0x8100 && len >= 18) {
-		l3 = 18;
-		et = (uint16_t)(f[16] << 8 | f[17]);
-	}
-	if (et == 0x0800 && len >= l3 + 28 && f[l3 + 9] == 17)
-		l4 = l3 + (f[l3] & 0xf) * 4u;
-	else if (et == 0x86dd && len >= l3 + 48 && f[l3 + 6] == 17)
-		l4 = l3 + 40;
-	else
-		return 0;
-	return len >= l4 + 4 && (f[l4 + 2] << 8 | f[l4 + 3]) == 4791;
-}
-
 static void
 dump(unsigned long n, const struct droce_pkt *p)
 {
@@ -80,7 +58,7 @@ verify_file(const char *path, unsigned long *bad_total)
 		int rc, blen;
 
 		frames++;
-		if (!is_udp4791(d, h->caplen))
+		if (droce_wire_peek_dqpn(d, h->caplen) < 0)
 			continue;
 		roce++;
 		memset(&pkt, 0, sizeof(pkt));

@@ -203,33 +203,6 @@ dp_queue_flush(struct dp_queue *q)
 
 /* ---- progress ---- */
 
-/* Destination QP of a RoCEv2 frame without a full parse; -1 if not one. */
-static int64_t
-peek_dqpn(const uint8_t *f, uint32_t len)
-{
-	uint32_t l3 = 14, l4;
-	uint16_t et;
-
-	if (len < 14)
-		return -1;
-	et = (uint16_t)(f[12] << 8 | f[13]);
-	if (et == RTE_ETHER_TYPE_VLAN && len >= 18) {
-		l3 = 18;
-		et = (uint16_t)(f[16] << 8 | f[17]);
-	}
-	if (et == RTE_ETHER_TYPE_IPV4 && len >= l3 + 20 && f[l3 + 9] == 17)
-		l4 = l3 + (f[l3] & 0xf) * 4u;
-	else if (et == RTE_ETHER_TYPE_IPV6 && len >= l3 + 40 && f[l3 + 6] == 17)
-		l4 = l3 + 40;
-	else
-		return -1;
-	if (len < l4 + 8 + 12 || (f[l4 + 2] << 8 | f[l4 + 3]) !=
-			DROCE_ROCE_UDP_PORT)
-		return -1;
-	return (int64_t)((uint32_t)f[l4 + 13] << 16 | (uint32_t)f[l4 + 14] << 8 |
-		f[l4 + 15]);
-}
-
 static void
 deliver(struct dp_queue *q, struct rte_mbuf **m, uint16_t n, uint64_t now)
 {
@@ -275,7 +248,7 @@ queue_poll(struct dp_queue *q)
 			rte_pktmbuf_free(m);
 			continue;
 		}
-		dqpn = peek_dqpn(f, rte_pktmbuf_data_len(m));
+		dqpn = droce_wire_peek_dqpn(f, rte_pktmbuf_data_len(m));
 		if (dqpn < 0) {
 			q->non_roce++;
 			if (dp_arp_input(p, q, m) == 0)

@@ -26,18 +26,6 @@ is_rd_atomic(enum ibv_wr_opcode op)
 		op == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
-static void
-mark_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
-{
-	if (w->state == TP_WQE_DONE)
-		return;
-	if (w->rd_counted) {
-		w->rd_counted = 0;
-		qp->rd_atomic_out--;
-	}
-	w->state = TP_WQE_DONE;
-	w->status = st;
-}
 
 /* Forward progress: reset the retry budget and restart the timer. */
 static void
@@ -90,7 +78,7 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
 				w->first_psn;
 			return 1;
 		}
-		mark_done(qp, w, IBV_WC_SUCCESS);
+		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	}
 	return 0;
 }
@@ -168,7 +156,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			if (qp->rnr_left == 0) {
 				w = wqe_of_psn(qp, psn);
 				if (w != NULL)
-					mark_done(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
+					tp_wqe_done(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
 				tp_req_complete_ready(qp);
 				tp_qp_to_error(qp);
 				return;
@@ -197,7 +185,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			if (qp->retries_left == 0) {
 				w = wqe_of_psn(qp, psn);
 				if (w != NULL)
-					mark_done(qp, w, IBV_WC_RETRY_EXC_ERR);
+					tp_wqe_done(qp, w, IBV_WC_RETRY_EXC_ERR);
 				tp_req_complete_ready(qp);
 				tp_qp_to_error(qp);
 				return;
@@ -218,7 +206,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			progress_made(qp, psn);
 		w = wqe_of_psn(qp, psn);
 		if (w != NULL)
-			mark_done(qp, w, nak_status(syn));
+			tp_wqe_done(qp, w, nak_status(syn));
 		tp_req_complete_ready(qp);
 		tp_qp_to_error(qp);
 		return;
@@ -263,7 +251,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 			w->read_done + pkt->payload_len > w->length ||
 			((oi->flags & DROCE_OPF_END) &&
 			w->read_done + pkt->payload_len != w->length)) {
-		mark_done(qp, w, IBV_WC_BAD_RESP_ERR);
+		tp_wqe_done(qp, w, IBV_WC_BAD_RESP_ERR);
 		tp_req_complete_ready(qp);
 		tp_qp_to_error(qp);
 		return;
@@ -271,7 +259,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 	if (pkt->payload_len && tp_sge_copy_in(qp->dev, qp->pd, w->sge,
 			w->num_sge, w->read_done, pkt->payload,
 			pkt->payload_len) != 0) {
-		mark_done(qp, w, IBV_WC_LOC_PROT_ERR);
+		tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
 		tp_req_complete_ready(qp);
 		tp_qp_to_error(qp);
 		return;
@@ -279,7 +267,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 	w->read_done += pkt->payload_len;
 	progress_made(qp, droce_psn_add(pkt->psn, 1));
 	if (oi->flags & DROCE_OPF_END) {
-		mark_done(qp, w, IBV_WC_SUCCESS);
+		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 		progress_made(qp, droce_psn_add(w->first_psn, w->npsn));
 	}
 	tp_req_complete_ready(qp);
@@ -309,12 +297,12 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	w->atomic_orig = pkt->atmack_orig;
 	if (tp_sge_copy_in(qp->dev, qp->pd, w->sge, w->num_sge, 0,
 			(const uint8_t *)&w->atomic_orig, 8) != 0) {
-		mark_done(qp, w, IBV_WC_LOC_PROT_ERR);
+		tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
 		tp_req_complete_ready(qp);
 		tp_qp_to_error(qp);
 		return;
 	}
-	mark_done(qp, w, IBV_WC_SUCCESS);
+	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp, droce_psn_add(pkt->psn, 1));
 	tp_req_complete_ready(qp);
 }

@@ -327,6 +327,7 @@ void tp_qp_flush(struct droce_qp *qp);
 void tp_qp_activate(struct droce_qp *qp);
 
 /* tp_req.c */
+void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
 int tp_req_progress(struct droce_qp *qp);
 void tp_req_timers(struct droce_qp *qp, uint64_t now);
 void tp_req_complete_ready(struct droce_qp *qp);

@@ -36,8 +36,8 @@ is_rd_atomic(enum ibv_wr_opcode op)
 }
 
 /* Mark a WQE done with status; completions go out in order later. */
-static void
-wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
+void
+tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 {
 	if (w->state == TP_WQE_DONE)
 		return;
@@ -95,7 +95,7 @@ void
 tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st)
 {
 	if (qp->sq.tail != qp->sq.head)
-		wqe_done(qp, wqe_at(qp, qp->sq.tail), st);
+		tp_wqe_done(qp, wqe_at(qp, qp->sq.tail), st);
 	tp_req_complete_ready(qp);
 	tp_qp_to_error(qp);
 }
@@ -175,7 +175,7 @@ exec_local(struct droce_qp *qp, struct tp_swqe *w)
 		rc = tp_invalidate_rkey(qp, w->imm_or_inv);
 	w->first_psn = qp->psn;
 	w->npsn = 0;
-	wqe_done(qp, w, rc == 0 ? IBV_WC_SUCCESS : rc == -EACCES ||
+	tp_wqe_done(qp, w, rc == 0 ? IBV_WC_SUCCESS : rc == -EACCES ||
 		rc == -EPERM ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
 	if (w->opcode == IBV_WR_BIND_MW && rc != 0)
 		w->status = IBV_WC_MW_BIND_ERR;
@@ -348,7 +348,7 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		qp->sq.cur++;
 		/* UC and UD complete once sent */
 		if (qp->type != IBV_QPT_RC)
-			wqe_done(qp, w, IBV_WC_SUCCESS);
+			tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	} else {
 		qp->cur_off = off + plen;
 	}
@@ -409,7 +409,7 @@ tp_req_progress(struct droce_qp *qp)
 			w->first_psn = qp->psn;
 			w->npsn = 0;
 			w->state = TP_WQE_SENDING;
-			wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
+			tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
 			qp->sq.cur++;
 			tp_req_complete_ready(qp);
 			return sent;
@@ -418,7 +418,7 @@ tp_req_progress(struct droce_qp *qp)
 		if (rc == 0)
 			break;
 		if (rc < 0) {
-			wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
+			tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
 			qp->sq.cur++;
 			tp_req_complete_ready(qp);
 			return sent;

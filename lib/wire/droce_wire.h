@@ -268,6 +268,14 @@ int droce_wire_parse(const uint8_t *frame, uint32_t len,
 		const struct droce_parse_opts *opts, struct droce_pkt *pkt);
 
 /**
+ * Cheap classification without a full parse: if frame is Ethernet (with an
+ * optional VLAN tag) / IPv4 or IPv6 / UDP to port 4791 with room for a BTH,
+ * return the BTH's destination QP; otherwise -1. For demultiplexing before
+ * droce_wire_parse() validates everything.
+ */
+int64_t droce_wire_peek_dqpn(const uint8_t *frame, uint32_t len);
+
+/**
  * Length of the headers the builder writes for pkt (Ethernet to the end of
  * the last extension header).
  */

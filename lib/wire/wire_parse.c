@@ -259,3 +259,30 @@ droce_wire_parse(const uint8_t *f, uint32_t len,
 		return DROCE_WIRE_EUDPCSUM;
 	return 0;
 }
+
+int64_t
+droce_wire_peek_dqpn(const uint8_t *f, uint32_t len)
+{
+	uint32_t l3 = DROCE_ETH_HLEN, l4;
+	uint16_t et;
+
+	if (len < DROCE_ETH_HLEN)
+		return -1;
+	et = get_be16(f + 12);
+	if (et == ETHERTYPE_VLAN && len >= DROCE_ETH_HLEN + DROCE_VLAN_HLEN) {
+		l3 += DROCE_VLAN_HLEN;
+		et = get_be16(f + 16);
+	}
+	if (et == ETHERTYPE_IPV4 && len >= l3 + DROCE_IPV4_HLEN &&
+			f[l3 + 9] == IPPROTO_UDP_)
+		l4 = l3 + (f[l3] & 0xfu) * 4;
+	else if (et == ETHERTYPE_IPV6 && len >= l3 + DROCE_IPV6_HLEN &&
+			f[l3 + 6] == IPPROTO_UDP_)
+		l4 = l3 + DROCE_IPV6_HLEN;
+	else
+		return -1;
+	if (len < l4 + DROCE_UDP_HLEN + DROCE_BTH_LEN ||
+			get_be16(f + l4 + 2) != DROCE_ROCE_UDP_PORT)
+		return -1;
+	return get_be24(f + l4 + DROCE_UDP_HLEN + 5);
+}
