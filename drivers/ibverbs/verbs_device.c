@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * droce's libibverbs.so.1, first part: devices, contexts and the queries.
+ * Devices come from droce's configuration, not from the kernel:
+ *   DROCE_NAME  device name (droce0)      DROCE_MAC   port MAC
+ *   DROCE_IPV4  port IPv4 address          DROCE_MTU   Ethernet MTU (1500)
+ * Nothing here starts DPDK: ibv_devices and ibv_devinfo need none.
+ */
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include <infiniband/verbs.h>
+
+#include "droce_transport.h"
+
+/* The private rdma-core call ibv_devinfo imports (IBVERBS_PRIVATE_34). */
+enum { DV_GID_TYPE_ROCE_V1 = 0, DV_GID_TYPE_ROCE_V2 = 1 };
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
+		unsigned int index, int *type);
+
+/*
+ * No IEEE OUI is registered for droce: vendor 0, and a part id that spells
+ * it, rather than borrowing Mellanox's 0x02c9 or rxe's 0xffffff.
+ */
+#define DV_VENDOR_ID 0x000000
+#define DV_VENDOR_PART 0xd20ce
+
+struct dv_device {
+	struct ibv_device ibdev;
+	uint8_t mac[6];
+	uint32_t ipv4;
+	uint32_t mtu;
+	struct droce_gid_entry gids[DROCE_MAX_GIDS];
+	uint64_t guid;		/* network order, as ibv_get_device_guid */
+};
+
+struct dv_context {
+	struct verbs_context vctx;	/* ends with struct ibv_context */
+	struct dv_device *dev;
+};
+
+static struct dv_device *devices;
+static int nb_devices;
+static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
+
+static int
+parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	int i;
+
+	if (s == NULL || sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2],
+			&b[3], &b[4], &b[5]) != 6)
+		return -1;
+	for (i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+static void
+devices_init(void)
+{
+	struct dv_device *d = calloc(1, sizeof(*d));
+	const char *name = getenv("DROCE_NAME");
+	const char *ip = getenv("DROCE_IPV4");
+	const char *mtu = getenv("DROCE_MTU");
+	struct in_addr a;
+	uint8_t *g;
+
+	if (d == NULL)
+		return;
+	if (parse_mac(getenv("DROCE_MAC"), d->mac) != 0)
+		memcpy(d->mac, "\x02\x00\x00\x00\x00\x01", 6);
+	if (ip != NULL && inet_pton(AF_INET, ip, &a) == 1)
+		d->ipv4 = ntohl(a.s_addr);
+	d->mtu = mtu ? (uint32_t)atoi(mtu) : 1500;
+	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s",
+		name ? name : "droce0");
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs-%.48s",
+		d->ibdev.name);
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
+		"/nonexistent/droce/%.48s", d->ibdev.name);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+		"/nonexistent/droce/%.48s", d->ibdev.name);
+	d->ibdev.node_type = IBV_NODE_CA;
+	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	/* GID table as rxe lays it out: link-local at 0, IPv4-mapped at 1 */
+	droce_gid_link_local(d->gids[0].gid, d->mac);
+	d->gids[0].valid = 1;
+	if (d->ipv4) {
+		droce_gid_from_ipv4(d->gids[1].gid, d->ipv4);
+		d->gids[1].valid = 1;
+	}
+	g = d->gids[0].gid + 8;		/* node GUID = EUI-64 of the MAC */
+	memcpy(&d->guid, g, 8);
+	devices = d;
+	nb_devices = 1;
+}
+
+struct ibv_device **
+ibv_get_device_list(int *num)
+{
+	struct ibv_device **list;
+	int i;
+
+	pthread_once(&devices_once, devices_init);
+	list = calloc((size_t)nb_devices + 1, sizeof(*list));
+	if (list == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < nb_devices; i++)
+		list[i] = &devices[i].ibdev;
+	if (num)
+		*num = nb_devices;
+	return list;
+}
+
+void
+ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *
+ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+__be64
+ibv_get_device_guid(struct ibv_device *device)
+{
+	return ((struct dv_device *)device)->guid;
+}
+
+static struct dv_device *
+dev_of(struct ibv_context *ctx)
+{
+	return ((struct dv_context *)((char *)ctx -
+		offsetof(struct dv_context, vctx.context)))->dev;
+}
+
+static int
+dv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a,
+		size_t len)
+{
+	struct dv_device *d = dev_of(ctx);
+	struct ibv_port_attr pa;
+
+	if (port != 1)
+		return EINVAL;
+	memset(&pa, 0, sizeof(pa));
+	pa.state = IBV_PORT_ACTIVE;
+	pa.max_mtu = IBV_MTU_4096;
+	pa.active_mtu = (enum ibv_mtu)droce_eth_mtu_to_path_mtu(d->mtu);
+	pa.gid_tbl_len = DROCE_MAX_GIDS;
+	pa.port_cap_flags = IBV_PORT_CM_SUP;
+	pa.max_msg_sz = 1u << 31;
+	pa.pkey_tbl_len = 1;
+	pa.max_vl_num = 1;
+	pa.active_width = 1;	/* 1X */
+	pa.active_speed = 32;	/* EDR-class lane: a software NIC's guess */
+	pa.phys_state = 5;	/* LinkUp */
+	pa.link_layer = IBV_LINK_LAYER_ETHERNET;
+	memcpy(a, &pa, len < sizeof(pa) ? len : sizeof(pa));
+	return 0;
+}
+
+/*
+ * The exported, pre-extension entry (verbs.h turns calls to it into an
+ * inline that prefers the context's query_port): same answer, old layout.
+ */
+#undef ibv_query_port
+int ibv_query_port(struct ibv_context *ctx, uint8_t port,
+		struct _compat_ibv_port_attr *attr);
+
+int
+ibv_query_port(struct ibv_context *ctx, uint8_t port,
+		struct _compat_ibv_port_attr *attr)
+{
+	return dv_query_port(ctx, port, (struct ibv_port_attr *)attr,
+		offsetof(struct ibv_port_attr, link_layer) + 1);
+}
+
+int
+ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
+{
+	struct dv_device *d = dev_of(ctx);
+	struct droce_dev_limits lim;
+
+	droce_dev_default_limits(&lim);
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "droce-0.1");
+	a->node_guid = d->guid;
+	a->sys_image_guid = d->guid;
+	a->max_mr_size = lim.max_mr_size;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = DV_VENDOR_ID;
+	a->vendor_part_id = DV_VENDOR_PART;
+	a->hw_ver = 0;
+	a->max_qp = (int)lim.max_qp;
+	a->max_qp_wr = (int)lim.max_qp_wr;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+		IBV_DEVICE_MEM_WINDOW |
+		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	a->max_sge = (int)lim.max_sge;
+	a->max_sge_rd = (int)lim.max_sge;
+	a->max_cq = (int)lim.max_cq;
+	a->max_cqe = (int)lim.max_cqe;
+	a->max_mr = (int)lim.max_mr;
+	a->max_pd = (int)lim.max_pd;
+	a->max_qp_rd_atom = (int)lim.max_qp_rd_atom;
+	a->max_qp_init_rd_atom = (int)lim.max_qp_rd_atom;
+	a->max_res_rd_atom = (int)(lim.max_qp_rd_atom * lim.max_qp);
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_mw = (int)lim.max_mw;
+	a->max_ah = (int)lim.max_ah;
+	a->max_srq = (int)lim.max_srq;
+	a->max_srq_wr = (int)lim.max_srq_wr;
+	a->max_srq_sge = (int)lim.max_srq_sge;
+	a->max_pkeys = 1;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+int
+ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
+		union ibv_gid *gid)
+{
+	struct dv_device *d = dev_of(ctx);
+
+	if (port != 1 || index < 0 || index >= DROCE_MAX_GIDS)
+		return -1;
+	memcpy(gid->raw, d->gids[index].gid, 16);	/* zero if unset */
+	return 0;
+}
+
+int
+_ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
+		struct ibv_gid_entry *entry, uint32_t flags, size_t size)
+{
+	struct dv_device *d = dev_of(ctx);
+
+	if (flags || port != 1 || index >= DROCE_MAX_GIDS ||
+			size < sizeof(*entry))
+		return EINVAL;
+	if (!d->gids[index].valid)
+		return ENODATA;
+	memset(entry, 0, sizeof(*entry));
+	memcpy(entry->gid.raw, d->gids[index].gid, 16);
+	entry->gid_index = index;
+	entry->port_num = port;
+	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = 0;
+	return 0;
+}
+
+int
+ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
+		int *type)
+{
+	(void)ctx;
+	if (port != 1 || index >= DROCE_MAX_GIDS)
+		return -1;
+	*type = DV_GID_TYPE_ROCE_V2;	/* every droce GID is RoCE v2 */
+	return 0;
+}
+
+int
+ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index, __be16 *pkey)
+{
+	(void)ctx;
+	if (port != 1 || index != 0)
+		return -1;
+	*pkey = htons(0xffff);
+	return 0;
+}
+
+/* There is no sysfs behind a droce device. */
+int
+ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
+{
+	(void)dir;
+	(void)file;
+	(void)buf;
+	(void)size;
+	errno = ENOENT;
+	return -1;
+}
+
+struct ibv_context *
+ibv_open_device(struct ibv_device *device)
+{
+	struct dv_context *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->dev = (struct dv_device *)device;
+	c->vctx.sz = sizeof(c->vctx);
+	c->vctx.query_port = dv_query_port;
+	c->vctx.context.device = device;
+	c->vctx.context.cmd_fd = -1;
+	c->vctx.context.async_fd = -1;
+	c->vctx.context.num_comp_vectors = 1;
+	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	pthread_mutex_init(&c->vctx.context.mutex, NULL);
+	return &c->vctx.context;
+}
+
+int
+ibv_close_device(struct ibv_context *ctx)
+{
+	free((char *)ctx - offsetof(struct dv_context, vctx.context));
+	return 0;
+}
+
+const char *
+ibv_wc_status_str(enum ibv_wc_status status)
+{
+	return droce_wc_status_str(status);
+}
+
+const char *
+ibv_node_type_str(enum ibv_node_type t)
+{
+	static const char *const s[] = { "unknown", "InfiniBand channel adapter",
+		"InfiniBand switch", "InfiniBand router", "iWARP NIC",
+		"usNIC", "usNIC UDP", "unspecified" };
+
+	return (unsigned int)t < sizeof(s) / sizeof(s[0]) ? s[t] : "unknown";
+}
+
+const char *
+ibv_port_state_str(enum ibv_port_state st)
+{
+	static const char *const s[] = { "PORT_NOP", "PORT_DOWN", "PORT_INIT",
+		"PORT_ARMED", "PORT_ACTIVE", "PORT_ACTIVE_DEFER" };
+
+	return (unsigned int)st < sizeof(s) / sizeof(s[0]) ? s[st] :
+		"PORT_UNKNOWN";
+}
