@@ -173,12 +173,6 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			qp->st.nak_seq_rx++;
 			if (droce_psn_diff(psn, qp->una) < 0)
 				return;
-			/* A duplicated or late copy of the NAK we already
-			 * acted on, with no progress since: the resend is
-			 * under way, do not rewind (and spend a retry) again. */
-			if (psn == qp->last_nak_psn && qp->una == qp->last_nak_una)
-				return;
-			qp->last_nak_psn = psn;
 			if (ack_before(qp, psn, &rw))
 				psn = rw;
 			progress_made(qp, psn);
@@ -193,7 +187,6 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			qp->retries_left--;
 			qp->st.retransmits++;
 			tp_req_rewind(qp, psn);
-			qp->last_nak_una = qp->una;
 			break;
 		}
 		if (syn == DROCE_AETH_NAK_INV_REQ)

@@ -227,8 +227,6 @@ struct droce_qp {
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
 	int need_retransmit;
 	uint32_t last_acked_psn; /* READ gap already asked for */
-	uint32_t last_nak_psn;	/* sequence NAK already acted on */
-	uint32_t last_nak_una;
 
 	/* responder */
 	struct tp_rq rq;

@@ -244,8 +244,6 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		qp->sq_psn = a->sq_psn & DROCE_PSN_MASK;
 		qp->psn = qp->una = qp->psn_hw = qp->sq_psn;
 		qp->last_acked_psn = droce_psn_add(qp->sq_psn, DROCE_PSN_MASK);
-		qp->last_nak_psn = qp->last_acked_psn;
-		qp->last_nak_una = qp->sq_psn;
 	}
 	if (mask & M(TIMEOUT))
 		qp->timeout = a->timeout;
