@@ -123,7 +123,8 @@ usage(void)
 "  --verify            check every byte and every completion\n"
 "  --raw               also measure the raw PMD rate (default on)\n"
 "  --no-raw            do not\n"
-"  --fault drop,dup,reorder,corrupt  fault injection in ppm (both ways)\n"
+"  --fault drop,dup,reorder,corrupt[,delay,us]  fault injection in ppm\n"
+"                      on receive (both sides), delay for `us` microseconds\n"
 "  --static-neigh      take the peer MAC from the side channel, no ARP\n"
 "  --json              print results as JSON   --live  progress lines\n"
 "  --eal \"ARGS\"        EAL arguments\n"
@@ -205,9 +206,10 @@ parse_args(int argc, char **argv)
 		case 'r': opt.raw = 1; break;
 		case 'R': opt.raw = 0; break;
 		case 'f':
-			sscanf(optarg, "%u,%u,%u,%u", &opt.fault.drop_ppm,
+			sscanf(optarg, "%u,%u,%u,%u,%u,%u", &opt.fault.drop_ppm,
 				&opt.fault.dup_ppm, &opt.fault.reorder_ppm,
-				&opt.fault.corrupt_ppm);
+				&opt.fault.corrupt_ppm, &opt.fault.delay_ppm,
+				&opt.fault.delay_us);
 			break;
 		case 'N': opt.static_neigh = 1; break;
 		case 'j': opt.json_out = 1; break;
@@ -916,15 +918,18 @@ main(int argc, char **argv)
 		}
 		print_results(rs, nr);
 		if (opt.fault.drop_ppm || opt.fault.dup_ppm ||
-				opt.fault.reorder_ppm || opt.fault.corrupt_ppm) {
+				opt.fault.reorder_ppm || opt.fault.corrupt_ppm ||
+				opt.fault.delay_ppm) {
 			struct droce_fault_stats fs;
 
 			droce_port_fault_stats(port, &fs, NULL);
 			printf(" faults injected on receive: %" PRIu64 " dropped, %"
 				PRIu64 " duplicated, %" PRIu64 " reordered, %"
-				PRIu64 " corrupted\n", fs.dropped, fs.duplicated,
-				fs.reordered, fs.corrupted);
+				PRIu64 " corrupted, %" PRIu64 " delayed\n",
+				fs.dropped, fs.duplicated, fs.reordered,
+				fs.corrupted, fs.delayed);
 			if ((opt.fault.drop_ppm && !fs.dropped) ||
+					(opt.fault.delay_ppm && !fs.delayed) ||
 					(opt.fault.dup_ppm && !fs.duplicated) ||
 					(opt.fault.reorder_ppm && !fs.reordered)) {
 				fprintf(stderr, "droce-perf: faults asked for "

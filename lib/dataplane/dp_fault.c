@@ -5,7 +5,7 @@
 /*
  * Fault injection on a port's receive or transmit path, with a seeded
  * schedule: drop, duplicate, reorder (hold a frame back behind the next
- * one), corrupt (flip one bit). Users test their applications against loss
+ * one), corrupt (flip one bit), delay (hold for delay_us, in order). Users test their applications against loss
  * with it; droce's own tests need it where the kernel has no netem.
  */
 
@@ -29,16 +29,34 @@ hit(struct dp_fault *f, uint32_t ppm)
 	return ppm && rnd(f) % 1000000 < ppm;
 }
 
-/* Apply faults to pkts[0..n) in place (room for cap); returns the new n. */
+/*
+ * Apply faults to pkts[0..n) in place (room for cap); returns the new n.
+ * Delayed frames that are due come out first, even when n is 0.
+ */
 uint16_t
 dp_fault_apply(struct droce_port *p, struct dp_fault *f, struct rte_mbuf **pkts,
-		uint16_t n, uint16_t cap)
+		uint16_t n, uint16_t cap, uint64_t now)
 {
 	struct rte_mbuf *out[DP_TXQ_LEN + DP_BURST * 2];
 	uint16_t i, k = 0;
 
+	while (f->dq_head != f->dq_tail && k < cap / 2 &&
+			f->dq_due[f->dq_tail % DP_DELAY_Q] <= now) {
+		out[k++] = f->dq[f->dq_tail % DP_DELAY_Q];
+		f->dq_tail++;
+	}
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
+
+		if (hit(f, f->conf.delay_ppm) &&
+				f->dq_head - f->dq_tail < DP_DELAY_Q) {
+			f->dq[f->dq_head % DP_DELAY_Q] = m;
+			f->dq_due[f->dq_head % DP_DELAY_Q] = now +
+				(uint64_t)f->conf.delay_us * 1000;
+			f->dq_head++;
+			f->st.delayed++;
+			continue;
+		}
 
 		if (hit(f, f->conf.drop_ppm)) {
 			f->st.dropped++;

@@ -27,12 +27,26 @@ struct dp_fault_stats {
 	uint64_t dropped, duplicated, reordered, corrupted, delayed;
 };
 
+#define DP_DELAY_Q 1024
+
 struct dp_fault {
 	struct droce_fault_conf conf;
 	uint64_t rng;
 	struct rte_mbuf *held;		/* reorder: released after the next */
 	struct dp_fault_stats st;
+	/* delay: a FIFO (one delay for all, so due times stay in order) */
+	struct rte_mbuf *dq[DP_DELAY_Q];
+	uint64_t dq_due[DP_DELAY_Q];
+	uint32_t dq_head, dq_tail;
 };
+
+static inline int
+dp_fault_active(const struct dp_fault *f)
+{
+	return f->conf.drop_ppm || f->conf.dup_ppm || f->conf.reorder_ppm ||
+		f->conf.corrupt_ppm || f->conf.delay_ppm ||
+		f->dq_head != f->dq_tail;
+}
 
 struct dp_queue {
 	struct droce_port *port;
@@ -90,7 +104,7 @@ void dp_neigh_learn(struct droce_port *p, const uint8_t gid[16],
 
 /* dp_fault.c */
 uint16_t dp_fault_apply(struct droce_port *p, struct dp_fault *f,
-		struct rte_mbuf **pkts, uint16_t n, uint16_t cap);
+		struct rte_mbuf **pkts, uint16_t n, uint16_t cap, uint64_t now);
 
 /* dp_telemetry.c */
 void dp_telemetry_register(struct droce_port *p);

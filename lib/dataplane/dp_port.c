@@ -179,13 +179,12 @@ dp_queue_flush(struct dp_queue *q)
 	struct droce_port *p = q->port;
 	uint16_t n, sent = 0;
 
-	if (q->ntx == 0)
+	if (q->ntx == 0 && p->ftx.dq_head == p->ftx.dq_tail)
 		return;
-	if (p->ftx.conf.drop_ppm || p->ftx.conf.dup_ppm ||
-			p->ftx.conf.reorder_ppm || p->ftx.conf.corrupt_ppm) {
+	if (dp_fault_active(&p->ftx)) {
 		rte_spinlock_lock(&p->fault_lock);
 		q->ntx = dp_fault_apply(p, &p->ftx, q->txq, (uint16_t)q->ntx,
-			DP_TXQ_LEN);
+			DP_TXQ_LEN, droce_now_ns());
 		rte_spinlock_unlock(&p->fault_lock);
 	}
 	while (sent < q->ntx) {
@@ -231,10 +230,9 @@ queue_poll(struct dp_queue *q)
 	int work = 0;
 
 	n = rte_eth_rx_burst(p->port_id, (uint16_t)q->index, in, DP_BURST);
-	if (n && (p->frx.conf.drop_ppm || p->frx.conf.dup_ppm ||
-			p->frx.conf.reorder_ppm || p->frx.conf.corrupt_ppm)) {
+	if (dp_fault_active(&p->frx)) {
 		rte_spinlock_lock(&p->fault_lock);
-		n = dp_fault_apply(p, &p->frx, in, n, DP_BURST * 2);
+		n = dp_fault_apply(p, &p->frx, in, n, DP_BURST * 2, now);
 		rte_spinlock_unlock(&p->fault_lock);
 	}
 	q->rx_pkts += n;
@@ -586,6 +584,10 @@ droce_port_close(struct droce_port *p)
 			rte_ring_free(q->handoff);
 		}
 	}
+	while (p->frx.dq_head != p->frx.dq_tail)
+		rte_pktmbuf_free(p->frx.dq[p->frx.dq_tail++ % DP_DELAY_Q]);
+	while (p->ftx.dq_head != p->ftx.dq_tail)
+		rte_pktmbuf_free(p->ftx.dq[p->ftx.dq_tail++ % DP_DELAY_Q]);
 	if (p->owns_port) {
 		rte_eth_dev_stop(p->port_id);
 		rte_eth_dev_close(p->port_id);
@@ -677,12 +679,14 @@ droce_port_fault_stats(struct droce_port *p, struct droce_fault_stats *rx,
 		rx->duplicated = p->frx.st.duplicated;
 		rx->reordered = p->frx.st.reordered;
 		rx->corrupted = p->frx.st.corrupted;
+		rx->delayed = p->frx.st.delayed;
 	}
 	if (tx) {
 		tx->dropped = p->ftx.st.dropped;
 		tx->duplicated = p->ftx.st.duplicated;
 		tx->reordered = p->ftx.st.reordered;
 		tx->corrupted = p->ftx.st.corrupted;
+		tx->delayed = p->ftx.st.delayed;
 	}
 	rte_spinlock_unlock(&p->fault_lock);
 }

@@ -127,10 +127,12 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "fault_rx_duplicated", p->frx.st.duplicated);
 	rte_tel_data_add_dict_u64(d, "fault_rx_reordered", p->frx.st.reordered);
 	rte_tel_data_add_dict_u64(d, "fault_rx_corrupted", p->frx.st.corrupted);
+	rte_tel_data_add_dict_u64(d, "fault_rx_delayed", p->frx.st.delayed);
 	rte_tel_data_add_dict_u64(d, "fault_tx_dropped", p->ftx.st.dropped);
 	rte_tel_data_add_dict_u64(d, "fault_tx_duplicated", p->ftx.st.duplicated);
 	rte_tel_data_add_dict_u64(d, "fault_tx_reordered", p->ftx.st.reordered);
 	rte_tel_data_add_dict_u64(d, "fault_tx_corrupted", p->ftx.st.corrupted);
+	rte_tel_data_add_dict_u64(d, "fault_tx_delayed", p->ftx.st.delayed);
 	rte_spinlock_unlock(&p->fault_lock);
 	add_tp_stats(d, &sum);
 	return 0;

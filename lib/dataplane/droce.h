@@ -113,7 +113,7 @@ int droce_port_add_neighbor(struct droce_port *port, const uint8_t gid[16],
 
 /** What fault injection did on a port so far. */
 struct droce_fault_stats {
-	uint64_t dropped, duplicated, reordered, corrupted;
+	uint64_t dropped, duplicated, reordered, corrupted, delayed;
 };
 void droce_port_fault_stats(struct droce_port *port, struct droce_fault_stats *rx,
 		struct droce_fault_stats *tx);
