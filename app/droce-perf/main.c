@@ -413,21 +413,80 @@ raw_client(uint32_t size, double secs, uint64_t *sent_out)
 	return (double)sent / ((t - t0) / 1e9);
 }
 
+static int cmp_u64(const void *a, const void *b);
 static uint64_t raw_server_count;
 
+/* Raw round trip: one frame out, the server echoes it, p50 in us. */
+static double
+raw_rtt_client(uint32_t size, uint32_t iters)
+{
+	struct rte_mbuf *m, *in[32];
+	struct rte_mempool *mp;
+	uint16_t pid = droce_port_id(port);
+	uint64_t *t = calloc(iters, sizeof(*t)), t0;
+	uint32_t i, got = 0;
+	char name[64];
+	double p50;
+	int n;
+
+	snprintf(name, sizeof(name), "raw%d", getpid());
+	mp = rte_mempool_lookup(name);
+	if (mp == NULL)
+		mp = rte_pktmbuf_pool_create(name, 4095, 256, 0,
+			RTE_MBUF_DEFAULT_BUF_SIZE + 4096, (int)rte_socket_id());
+	if (mp == NULL || t == NULL)
+		return 0;
+	for (i = 0; i < iters; i++) {
+		uint8_t *d;
+
+		m = rte_pktmbuf_alloc(mp);
+		if (m == NULL)
+			break;
+		d = rte_pktmbuf_mtod(m, uint8_t *);
+		memset(d, 0xff, 6);
+		memcpy(d + 6, me.mac, 6);
+		d[12] = 0x88;
+		d[13] = 0xb5;
+		m->data_len = m->pkt_len = (uint16_t)frame_size(size);
+		t0 = droce_now_ns();
+		if (rte_eth_tx_burst(pid, 0, &m, 1) != 1) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		for (;;) {
+			n = rte_eth_rx_burst(pid, 0, in, 32);
+			if (n) {
+				rte_pktmbuf_free_bulk(in, (unsigned int)n);
+				break;
+			}
+			if (droce_now_ns() - t0 > 100000000ull)
+				break;	/* lost: do not count it */
+		}
+		if (n)
+			t[got++] = droce_now_ns() - t0;
+	}
+	qsort(t, got, sizeof(*t), cmp_u64);
+	p50 = got ? t[got / 2] / 1000.0 : 0;
+	free(t);
+	return p50;
+}
+
 static uint64_t
-raw_server(void)
+raw_server(int echo)
 {
 	struct rte_mbuf *m[64];
 	uint16_t pid = droce_port_id(port);
 	uint64_t got = 0;
-	int n;
+	int n, k;
 
 	for (;;) {
 		n = rte_eth_rx_burst(pid, 0, m, 64);
 		if (n) {
 			got += (uint64_t)n;
-			rte_pktmbuf_free_bulk(m, (unsigned int)n);
+			/* latency mode: send each frame straight back */
+			k = echo ? rte_eth_tx_burst(pid, 0, m, (uint16_t)n) : 0;
+			if (k < n)
+				rte_pktmbuf_free_bulk(m + k, (unsigned int)(n - k));
 		} else if (sc_ready(sc)) {
 			break;
 		}
@@ -444,7 +503,7 @@ struct result {
 	uint64_t msgs;
 	double secs, mps, gbps;
 	double lat_avg, lat_p50, lat_p99;
-	double raw_fps, raw_gbps, ratio;
+	double raw_fps, raw_gbps, ratio, raw_lat_p50;
 	int ok;
 };
 
@@ -637,7 +696,7 @@ run_client(int op, uint32_t size, struct result *r)
 static void
 run_raw(struct result *r)
 {
-	struct perf_cmd c = { .kind = PERF_CMD_RAW };
+	struct perf_cmd c = { .kind = PERF_CMD_RAW, .flags = (uint32_t)opt.lat };
 	uint64_t sent = 0;
 	uint32_t pl;
 
@@ -647,6 +706,17 @@ run_raw(struct result *r)
 	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
 		return;
 	usleep(1000);
+	if (opt.lat) {
+		r->raw_lat_p50 = raw_rtt_client(r->size, 2000);
+		c.kind = PERF_CMD_RAW_DONE;
+		if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+			return;
+		if (r->raw_lat_p50 > 0)
+			r->ratio = r->raw_lat_p50 / r->lat_p50;
+		for (int i = 0; i < 100; i++)
+			progress_all();
+		return;
+	}
 	r->raw_fps = raw_client(r->size, r->secs > 0.3 ? 0.5 : 0.3, &sent);
 	c.kind = PERF_CMD_RAW_DONE;
 	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
@@ -673,12 +743,13 @@ print_results(struct result *rs, int n)
 			printf("  {\"op\": \"%s\", \"size\": %u, \"msgs\": %" PRIu64
 				", \"msgs_per_s\": %.0f, \"gbps\": %.3f,"
 				" \"lat_avg_us\": %.2f, \"lat_p50_us\": %.2f,"
-				" \"lat_p99_us\": %.2f, \"raw_frames_per_s\": %.0f,"
+				" \"lat_p99_us\": %.2f, \"raw_rtt_p50_us\": %.2f,"
+				" \"raw_frames_per_s\": %.0f,"
 				" \"raw_gbps\": %.3f, \"ratio\": %.3f,"
 				" \"verified\": %s}%s\n", op_names[rs[i].op],
 				rs[i].size, rs[i].msgs, rs[i].mps, rs[i].gbps,
 				rs[i].lat_avg, rs[i].lat_p50, rs[i].lat_p99,
-				rs[i].raw_fps, rs[i].raw_gbps, rs[i].ratio,
+				rs[i].raw_lat_p50, rs[i].raw_fps, rs[i].raw_gbps, rs[i].ratio,
 				rs[i].ok ? "true" : "false",
 				i + 1 < n ? "," : "");
 		printf("]}\n");
@@ -688,16 +759,20 @@ print_results(struct result *rs, int n)
 		"---------------------------\n");
 	printf(" %-10s %8s %10s %12s %10s %9s %12s %10s %7s %s\n", "op",
 		"bytes", "msgs", "msgs/s", "Gbit/s", opt.lat ? "lat us" : "",
-		"raw fr/s", "raw Gb/s", "ratio", "check");
+		opt.lat ? "raw rtt us" : "raw fr/s", "raw Gb/s", "ratio",
+		"check");
 	for (i = 0; i < n; i++) {
 		char lat[32] = "";
 
 		if (opt.lat)
 			snprintf(lat, sizeof(lat), "%.2f/%.2f", rs[i].lat_p50,
 				rs[i].lat_p99);
-		printf(" %-10s %8u %10" PRIu64 " %12.0f %10.3f %9s %12.0f "
-			"%10.3f %6.1f%% %s\n", op_names[rs[i].op], rs[i].size,
-			rs[i].msgs, rs[i].mps, rs[i].gbps, lat, rs[i].raw_fps,
+		printf(opt.lat ? " %-10s %8u %10" PRIu64 " %12.0f %10.3f %9s "
+			"%12.2f %10.3f %6.1f%% %s\n" : " %-10s %8u %10" PRIu64
+			" %12.0f %10.3f %9s %12.0f %10.3f %6.1f%% %s\n",
+			op_names[rs[i].op], rs[i].size,
+			rs[i].msgs, rs[i].mps, rs[i].gbps, lat,
+			opt.lat ? rs[i].raw_lat_p50 : rs[i].raw_fps,
 			rs[i].raw_gbps, rs[i].ratio * 100,
 			opt.verify ? (rs[i].ok ? "verified" : "FAILED") :
 			(rs[i].ok ? "ok" : "FAILED"));
@@ -834,7 +909,7 @@ server_loop(void)
 		case PERF_CMD_RAW:
 			if (sc_send(sc, &c, sizeof(c)))
 				return -1;
-			c.value = raw_server();
+			c.value = raw_server((int)c.flags);
 			if (sc_recv(sc, &c, sizeof(c)))
 				return -1;
 			c.value = raw_server_count;
