@@ -32,7 +32,7 @@ static const char *const op_names[OP_NB] = {
 
 static struct {
 	int server;
-	const char *vdev, *eal, *ip, *peer_ip, *json, *sc_addr;
+	const char *vdev, *eal, *ip, *peer_ip, *json, *sc_addr, *ip6;
 	int timeout;
 	int port;
 	int ops[OP_NB], nops;
@@ -129,6 +129,8 @@ usage(void)
 "  --json              print results as JSON   --live  progress lines\n"
 "  --eal \"ARGS\"        EAL arguments\n"
 "  --sc-addr A.B.C.D   side channel address (127.0.0.1)\n"
+"  --ip6 ADDR          also an IPv6 address; QPs then use IPv6 GIDs\n"
+"                      (index 2) and IPv6 neighbour discovery\n"
 "  --timeout N         local ACK timeout exponent (14: 67 ms)\n");
 }
 
@@ -161,6 +163,7 @@ parse_args(int argc, char **argv)
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'y' },
 		{ "sc-addr", required_argument, NULL, 'A' },
+		{ "ip6", required_argument, NULL, '6' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -215,6 +218,7 @@ parse_args(int argc, char **argv)
 		case 'j': opt.json_out = 1; break;
 		case 'y': opt.live = 1; break;
 		case 'A': opt.sc_addr = optarg; break;
+		case '6': opt.ip6 = optarg; break;
 		case 'T': opt.timeout = atoi(optarg); break;
 		default:
 			usage();
@@ -250,6 +254,11 @@ setup(void)
 	pc.mode = DROCE_PROGRESS_INLINE;
 	inet_pton(AF_INET, opt.ip, &a);
 	pc.ipv4 = ntohl(a.s_addr);
+	if (opt.ip6 && inet_pton(AF_INET6, opt.ip6, pc.ipv6) != 1) {
+		fprintf(stderr, "droce-perf: bad --ip6 %s\n", opt.ip6);
+		return -1;
+	}
+	memcpy(me.ipv6, pc.ipv6, 16);
 	pc.fault_rx = opt.fault;
 	pc.fault_rx.seed = 11 + (uint64_t)opt.server;
 	pc.name = opt.server ? "perf-server" : "perf-client";
@@ -308,6 +317,10 @@ connect_qps(void)
 	memset(&av, 0, sizeof(av));
 	droce_gid_from_ipv4(av.dgid, peer.ipv4);
 	av.sgid_index = 1;
+	if (opt.ip6) {
+		memcpy(av.dgid, peer.ipv6, 16);
+		av.sgid_index = 2;
+	}
 	av.hop_limit = 64;
 	if (opt.static_neigh) {
 		memcpy(av.dmac, peer.mac, 6);

@@ -102,6 +102,10 @@ int dp_neigh_lookup(struct droce_port *p, const uint8_t gid[16], uint8_t mac[6])
 void dp_neigh_learn(struct droce_port *p, const uint8_t gid[16],
 		const uint8_t mac[6], int is_static);
 
+/* dp_nd.c */
+int dp_nd_input(struct droce_port *p, struct dp_queue *q, struct rte_mbuf *m);
+int dp_nd_solicit(struct droce_port *p, const uint8_t target[16]);
+
 /* dp_fault.c */
 uint16_t dp_fault_apply(struct droce_port *p, struct dp_fault *f,
 		struct rte_mbuf **pkts, uint16_t n, uint16_t cap, uint64_t now);

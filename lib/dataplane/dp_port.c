@@ -249,7 +249,7 @@ queue_poll(struct dp_queue *q)
 		dqpn = droce_wire_peek_dqpn(f, rte_pktmbuf_data_len(m));
 		if (dqpn < 0) {
 			q->non_roce++;
-			if (dp_arp_input(p, q, m) == 0)
+			if (dp_arp_input(p, q, m) == 0 || dp_nd_input(p, q, m) == 0)
 				q->arp++;
 			rte_pktmbuf_free(m);
 			continue;
@@ -507,6 +507,15 @@ droce_port_open(const struct droce_port_conf *conf)
 		droce_gid_from_ipv4(dc.gids[1].gid, p->ipv4);
 		dc.gids[1].valid = 1;
 	}
+	{
+		static const uint8_t none[16];
+
+		/* a configured IPv6 address is GID 2 (rxe lists it after) */
+		if (memcmp(conf->ipv6, none, 16) != 0) {
+			memcpy(dc.gids[2].gid, conf->ipv6, 16);
+			dc.gids[2].valid = 1;
+		}
+	}
 	dc.seed = rte_get_tsc_cycles() ^ (uint64_t)getpid() << 32;
 	p->dev = droce_dev_create(&dc);
 	if (p->dev == NULL)
@@ -632,11 +641,12 @@ droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
 
 	if (dp_neigh_lookup(p, dgid, mac) == 0)
 		return 0;
-	if (!droce_gid_is_ipv4(dgid, &ip))
-		return -EHOSTUNREACH;	/* IPv6 ND: static entries only */
 	while (droce_now_ns() < end) {
 		if (droce_now_ns() >= next) {
-			dp_arp_request(p, ip);
+			if (droce_gid_is_ipv4(dgid, &ip))
+				dp_arp_request(p, ip);
+			else
+				dp_nd_solicit(p, dgid);
 			next = droce_now_ns() + 100000000ull;
 		}
 		if (p->conf.mode != DROCE_PROGRESS_THREAD)

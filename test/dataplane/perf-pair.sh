@@ -18,6 +18,7 @@ perf=$1 link=$2; shift 2
 nft=0 tele=0
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
 	case $1 in
+	--ipv6) PAIR_IPV6=1 ;;
 	--nft) nft=1 ;;
 	--telemetry) tele=1 ;;
 	esac
@@ -98,7 +99,11 @@ if [ -n "${DROCE_PAIR_PCAP:-}" ] && [ "$link" = afpacket ]; then
 		-F pcap udp port 4791 2>/dev/null &
 	sleep 1
 fi
-$srv_ns "$perf" --server --vdev "$srv_vdev" --ip 10.198.0.1 \
+ip6_srv="" ip6_cli=""
+if [ "${PAIR_IPV6:-0}" = 1 ]; then
+	ip6_srv="--ip6 fd00:198::1" ip6_cli="--ip6 fd00:198::2"
+fi
+$srv_ns "$perf" --server --vdev "$srv_vdev" --ip 10.198.0.1 $ip6_srv \
 	--sc-addr "$sc_addr" --port "$port" \
 	--eal "--file-prefix drs$tag -l 0 $eal_common" "$@" \
 	> "$work/server.log" 2>&1 &
@@ -116,7 +121,7 @@ if [ $tele = 1 ]; then
 	tele_pid=$!
 fi
 
-$cli_ns "$perf" --client --vdev "$cli_vdev" --ip 10.198.0.2 \
+$cli_ns "$perf" --client --vdev "$cli_vdev" --ip 10.198.0.2 $ip6_cli \
 	--peer-ip 10.198.0.1 --sc-addr "$sc_addr" --port "$port" \
 	--eal "--file-prefix drc$tag -l 1 $eal_common" "$@" \
 	> "$work/client.log" 2>&1
