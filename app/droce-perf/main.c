@@ -934,6 +934,13 @@ server_loop(void)
 			droce_tp_queue_stats(droce_dev_queue(droce_port_dev(port),
 				0), &st);
 			droce_port_unlock(port, 0);
+			struct rte_eth_stats es;
+
+			rte_eth_stats_get(droce_port_id(port), &es);
+			fprintf(stderr, "droce-perf server: NIC ipackets %" PRIu64
+				" imissed %" PRIu64 " ierrors %" PRIu64 " opackets %"
+				PRIu64 " oerrors %" PRIu64 "\n", es.ipackets,
+				es.imissed, es.ierrors, es.opackets, es.oerrors);
 			fprintf(stderr, "droce-perf server: rx %" PRIu64 " tx %"
 				PRIu64 " seq-NAK tx %" PRIu64 " RNR tx %" PRIu64
 				" inv-req NAK tx %" PRIu64 " dup %" PRIu64
