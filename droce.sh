@@ -121,8 +121,10 @@ run_tests() {
 	meson test -C "$BUILD" --no-rebuild --print-errorlogs \
 		--no-suite long "$@" || rc=1
 	log "tests (clang, ASan+UBSan, fuzz)"
+	# any UBSan report fails the test, as an ASan one does
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
 	meson test -C "$BUILD_ASAN" --no-rebuild --print-errorlogs \
-		--suite fast --suite fuzz || rc=1
+		--suite fast --suite fuzz --suite asan || rc=1
 	count_results "$BUILD/meson-logs/testlog.json" \
 		"$BUILD_ASAN/meson-logs/testlog.json" || rc=1
 	return $rc
