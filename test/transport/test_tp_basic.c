@@ -354,6 +354,61 @@ test_mw_inv(void)
 	pair_free(&p);
 }
 
+/* Type 1 window: bound with droce_mw_bind1 (ibv_bind_mw), used, unbound. */
+static void
+test_mw_type1(void)
+{
+	struct pair p;
+	struct tbuf sb, wb;
+	struct droce_mw *mw;
+	struct ibv_mw_bind b;
+	struct ibv_sge s;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_wc wc;
+	uint32_t rkey = 0, old;
+
+	pair_make(&p, IBV_QPT_RC);
+	tbuf_init(&sb, L.end[0].pd, 256, ACC_ALL);
+	tbuf_init(&wb, L.end[1].pd, 4096, ACC_ALL | IBV_ACCESS_MW_BIND);
+	mw = droce_mw_alloc(L.end[1].pd, IBV_MW_TYPE_1);
+	CHECK(mw != NULL, "type 1 mw");
+	old = droce_mw_rkey(mw);
+	memset(&b, 0, sizeof(b));
+	b.wr_id = 5;
+	b.send_flags = IBV_SEND_SIGNALED;
+	b.bind_info.mr = droce_mr_to_ibv(wb.mr);
+	b.bind_info.addr = (uint64_t)(uintptr_t)wb.p + 512;
+	b.bind_info.length = 512;
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK_EQ(droce_mw_bind1(p.qp[1], mw, &b, &rkey), 0, "bind type 1");
+	CHECK(rkey != old && (rkey >> 8) == (old >> 8), "new key byte");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), 0, "bind wc");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+		wc.wr_id == 5, "type 1 bind completion");
+	pattern(sb.p, 256, 9);
+	s = sge_of(&sb, 0, 256);
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)wb.p + 512;
+	wr.wr.rdma.rkey = rkey;
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "write via type 1");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write wc");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "write through a type 1 window");
+	CHECK(pattern_ok(wb.p + 512, 256, 9), "data through the window");
+	/* the old key no longer works; outside the window neither */
+	wr.wr.rdma.rkey = old;
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "write old key");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "old key wc");
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR, "stale window key refused");
+	droce_mw_dealloc(mw);
+	tbuf_fini(&sb);
+	tbuf_fini(&wb);
+	pair_free(&p);
+}
+
 int
 main(void)
 {
@@ -375,6 +430,7 @@ main(void)
 	test_send(IBV_QPT_UD, 100, 1, 1);
 	test_atomics();
 	test_mw_inv();
+	test_mw_type1();
 	fl_fini(&L);
 	return check_report("test_tp_basic");
 }
