@@ -242,7 +242,6 @@ struct droce_qp {
 	int rx_err;		/* enum ibv_wc_status + 1, 0 none */
 	uint8_t *rx_write_base;	/* WRITE target */
 	uint64_t rx_write_left;
-	int rx_write_ok;
 	/* ACK to send */
 	int ack_pending;
 	uint32_t ack_psn;
@@ -322,14 +321,12 @@ int tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited);
 /* tp_qp.c */
 void tp_qp_to_error(struct droce_qp *qp);
 void tp_qp_flush(struct droce_qp *qp);
-void tp_qp_activate(struct droce_qp *qp);
 
 /* tp_req.c */
 void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
 int tp_req_progress(struct droce_qp *qp);
 void tp_req_timers(struct droce_qp *qp, uint64_t now);
 void tp_req_complete_ready(struct droce_qp *qp);
-int tp_req_busy(const struct droce_qp *qp);
 
 /* tp_comp.c */
 void tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt);
@@ -344,9 +341,6 @@ uint8_t *tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **
 void tp_tx_done(struct droce_tp_queue *q, struct droce_txbuf *b, uint32_t len);
 void tp_tx_flush(struct droce_tp_queue *q);
 int tp_tx_room(struct droce_tp_queue *q);
-/* Build headers for one packet of qp into buf; returns header length. */
-int tp_build_hdr(struct droce_qp *qp, struct droce_pkt *pkt, uint8_t *buf,
-		uint32_t cap);
 void tp_qp_set_template(struct droce_qp *qp);
 void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
 		const struct droce_ah *ah);

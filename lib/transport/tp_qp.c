@@ -273,7 +273,6 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 			qp->sq_draining = 1;
 		if (qp->state == IBV_QPS_RTS) {
 			qp->sq_draining = 0;
-			tp_qp_activate(qp);
 		}
 		if (qp->type == IBV_QPT_UD && (mask & M(AV)) == 0 &&
 				qp->state == IBV_QPS_RTS)
@@ -486,12 +485,6 @@ enum ibv_qp_state
 droce_qp_state(const struct droce_qp *qp)
 {
 	return qp->state;
-}
-
-void
-tp_qp_activate(struct droce_qp *qp)
-{
-	(void)qp;	/* progress scans the queue's QPs; nothing to do */
 }
 
 static int

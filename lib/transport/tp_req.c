@@ -157,12 +157,6 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 	qp->noack_pkts = 0;
 }
 
-int
-tp_req_busy(const struct droce_qp *qp)
-{
-	return qp->sq.cur != qp->sq.head || qp->sq.tail != qp->sq.cur;
-}
-
 /* Local WQEs (BIND_MW, LOCAL_INV) execute when they reach the wire order. */
 static void
 exec_local(struct droce_qp *qp, struct tp_swqe *w)
@@ -319,7 +313,7 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	if (p.ackreq)
 		qp->noack_pkts = 0;
 	p.payload_len = plen;
-	hlen = tp_build_hdr(qp, &p, buf, b->cap);
+	hlen = droce_wire_build_hdr(&p, buf, b->cap);
 	if (hlen < 0 || gather(qp, w, off, buf + hlen, plen) != 0)
 		return -1;
 	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));

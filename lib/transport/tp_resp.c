@@ -234,14 +234,12 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	if (f & DROCE_OPF_START) {
 		qp->rx_write_left = pkt->reth_len;
 		qp->rx_write_base = NULL;
-		qp->rx_write_ok = 1;
 		if (pkt->reth_len) {
 			qp->rx_write_base = (qp->access & IBV_ACCESS_REMOTE_WRITE) ?
 				tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
 					pkt->reth_len, IBV_ACCESS_REMOTE_WRITE) :
 				NULL;
 			if (qp->rx_write_base == NULL) {
-				qp->rx_write_ok = 0;
 				if (qp->type == IBV_QPT_RC)
 					resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC,
 						IBV_WC_REM_ACCESS_ERR);

@@ -116,14 +116,6 @@ tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
 		droce_udp_sport_qpn(qp->qpn));
 }
 
-int
-tp_build_hdr(struct droce_qp *qp, struct droce_pkt *pkt, uint8_t *buf,
-		uint32_t cap)
-{
-	(void)qp;
-	return droce_wire_build_hdr(pkt, buf, cap);
-}
-
 /* Finish a frame whose payload is in place: pad, ICRC (IPv6: UDP csum). */
 uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
 
