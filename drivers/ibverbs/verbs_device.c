@@ -4,9 +4,11 @@
 
 /*
  * droce's libibverbs.so.1, first part: devices, contexts and the queries.
- * Devices come from droce's configuration, not from the kernel:
- *   DROCE_NAME  device name (droce0)      DROCE_MAC   port MAC
- *   DROCE_IPV4  port IPv4 address          DROCE_MTU   Ethernet MTU (1500)
+ * Devices come from droce's configuration (environment or DROCE_CONF's
+ * file, see verbs_port.c), not from the kernel:
+ *   DROCE_NAME  device name (droce0)      DROCE_MAC   port MAC (default
+ *   DROCE_IPV4  port IPv4 address                     02:00 + the IPv4)
+ *   DROCE_MTU   Ethernet MTU (1500)
  * Nothing here starts DPDK: ibv_devices and ibv_devinfo need none.
  */
 
@@ -19,7 +21,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "droce_transport.h"
+#include "verbs_internal.h"
 
 /* The private rdma-core call ibv_devinfo imports (IBVERBS_PRIVATE_34). */
 enum { DV_GID_TYPE_ROCE_V1 = 0, DV_GID_TYPE_ROCE_V2 = 1 };
@@ -32,20 +34,6 @@ int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num,
  */
 #define DV_VENDOR_ID 0x000000
 #define DV_VENDOR_PART 0xd20ce
-
-struct dv_device {
-	struct ibv_device ibdev;
-	uint8_t mac[6];
-	uint32_t ipv4;
-	uint32_t mtu;
-	struct droce_gid_entry gids[DROCE_MAX_GIDS];
-	uint64_t guid;		/* network order, as ibv_get_device_guid */
-};
-
-struct dv_context {
-	struct verbs_context vctx;	/* ends with struct ibv_context */
-	struct dv_device *dev;
-};
 
 static struct dv_device *devices;
 static int nb_devices;
@@ -65,23 +53,36 @@ parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
+const char *dv_conf_get(const char *key);
+
 static void
 devices_init(void)
 {
 	struct dv_device *d = calloc(1, sizeof(*d));
-	const char *name = getenv("DROCE_NAME");
-	const char *ip = getenv("DROCE_IPV4");
-	const char *mtu = getenv("DROCE_MTU");
+	const char *name = dv_conf_get("DROCE_NAME");
+	const char *ip = dv_conf_get("DROCE_IPV4");
+	const char *mtu = dv_conf_get("DROCE_MTU");
 	struct in_addr a;
 	uint8_t *g;
 
 	if (d == NULL)
 		return;
-	if (parse_mac(getenv("DROCE_MAC"), d->mac) != 0)
-		memcpy(d->mac, "\x02\x00\x00\x00\x00\x01", 6);
 	if (ip != NULL && inet_pton(AF_INET, ip, &a) == 1)
 		d->ipv4 = ntohl(a.s_addr);
+	if (parse_mac(dv_conf_get("DROCE_MAC"), d->mac) != 0) {
+		/* locally administered, unique per address */
+		uint32_t v4 = d->ipv4 ? d->ipv4 : 1;
+
+		d->mac[0] = 0x02;
+		d->mac[1] = 0x00;
+		d->mac[2] = (uint8_t)(v4 >> 24);
+		d->mac[3] = (uint8_t)(v4 >> 16);
+		d->mac[4] = (uint8_t)(v4 >> 8);
+		d->mac[5] = (uint8_t)v4;
+	}
 	d->mtu = mtu ? (uint32_t)atoi(mtu) : 1500;
+	dv_conf_load(d);
+	pthread_mutex_init(&d->lock, NULL);
 	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s",
 		name ? name : "droce0");
 	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs-%.48s",
@@ -92,12 +93,17 @@ devices_init(void)
 		"/nonexistent/droce/%.48s", d->ibdev.name);
 	d->ibdev.node_type = IBV_NODE_CA;
 	d->ibdev.transport_type = IBV_TRANSPORT_IB;
-	/* GID table as rxe lays it out: link-local at 0, IPv4-mapped at 1 */
+	/* GID table as rxe lays it out: link-local at 0, IPv4-mapped at 1;
+	 * droce puts a configured IPv6 address at 2 */
 	droce_gid_link_local(d->gids[0].gid, d->mac);
 	d->gids[0].valid = 1;
 	if (d->ipv4) {
 		droce_gid_from_ipv4(d->gids[1].gid, d->ipv4);
 		d->gids[1].valid = 1;
+	}
+	if (d->conf.has_ipv6) {
+		memcpy(d->gids[2].gid, d->conf.ipv6, 16);
+		d->gids[2].valid = 1;
 	}
 	g = d->gids[0].gid + 8;		/* node GUID = EUI-64 of the MAC */
 	memcpy(&d->guid, g, 8);
@@ -145,11 +151,10 @@ ibv_get_device_guid(struct ibv_device *device)
 static struct dv_device *
 dev_of(struct ibv_context *ctx)
 {
-	return ((struct dv_context *)((char *)ctx -
-		offsetof(struct dv_context, vctx.context)))->dev;
+	return dv_ctx(ctx)->dev;
 }
 
-static int
+int
 dv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a,
 		size_t len)
 {
@@ -301,27 +306,49 @@ struct ibv_context *
 ibv_open_device(struct ibv_device *device)
 {
 	struct dv_context *c = calloc(1, sizeof(*c));
+	struct verbs_context *v;
 
 	if (c == NULL) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	v = &c->vctx;
 	c->dev = (struct dv_device *)device;
-	c->vctx.sz = sizeof(c->vctx);
-	c->vctx.query_port = dv_query_port;
-	c->vctx.context.device = device;
-	c->vctx.context.cmd_fd = -1;
-	c->vctx.context.async_fd = -1;
-	c->vctx.context.num_comp_vectors = 1;
-	c->vctx.context.abi_compat = __VERBS_ABI_IS_EXTENDED;
-	pthread_mutex_init(&c->vctx.context.mutex, NULL);
-	return &c->vctx.context;
+	if (dv_context_events_init(c) != 0) {
+		free(c);
+		return NULL;
+	}
+	v->sz = sizeof(*v);
+	v->query_port = dv_query_port;
+	v->query_device_ex = dv_query_device_ex;
+	v->create_cq_ex = dv_create_cq_ex;
+	v->create_qp_ex = dv_create_qp_ex;
+	v->create_srq_ex = dv_create_srq_ex;
+	v->get_srq_num = dv_get_srq_num;
+	v->context.device = device;
+	v->context.cmd_fd = -1;
+	v->context.num_comp_vectors = 1;
+	v->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	v->context.ops.alloc_mw = dv_alloc_mw;
+	v->context.ops.bind_mw = dv_bind_mw;
+	v->context.ops.dealloc_mw = dv_dealloc_mw;
+	v->context.ops.poll_cq = dv_poll_cq;
+	v->context.ops.req_notify_cq = dv_req_notify_cq;
+	v->context.ops.post_srq_recv = dv_post_srq_recv;
+	v->context.ops.post_send = dv_post_send;
+	v->context.ops.post_recv = dv_post_recv;
+	pthread_mutex_init(&v->context.mutex, NULL);
+	return &v->context;
 }
 
 int
-ibv_close_device(struct ibv_context *ctx)
+ibv_close_device(struct ibv_context *context)
 {
-	free((char *)ctx - offsetof(struct dv_context, vctx.context));
+	struct dv_context *c = dv_ctx(context);
+
+	dv_port_put(c);
+	dv_context_events_fini(c);
+	free(c);
 	return 0;
 }
 

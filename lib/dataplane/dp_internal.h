@@ -62,6 +62,7 @@ struct dp_queue {
 	uint32_t nstash;
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
 	volatile int kicked;
+	volatile uint64_t app_poll_tsc;	/* last inline progress by the app */
 } __rte_cache_aligned;
 
 struct dp_neigh {

@@ -291,8 +291,16 @@ droce_port_progress(struct droce_port *p, uint32_t qi)
 	if (!rte_spinlock_trylock(&q->lock))
 		return 0;
 	work = queue_poll(q);
+	q->app_poll_tsc = rte_rdtsc();
 	rte_spinlock_unlock(&q->lock);
 	return work;
+}
+
+int
+droce_port_progress_locked(struct droce_port *p, uint32_t qi)
+{
+	p->q[qi].app_poll_tsc = rte_rdtsc();
+	return queue_poll(&p->q[qi]);
 }
 
 void
@@ -323,21 +331,32 @@ queue_busy(struct dp_queue *q, uint64_t now)
 /*
  * The background progress thread: spins while there is work, then backs
  * off in growing sleeps (up to 100 us) so that it does not take a core
- * from an application that polls inline on a small machine.
+ * from an application that polls inline on a small machine. A queue the
+ * application polled (droce_port_progress) in the last few microseconds
+ * is left to it: an application spinning on ibv_poll_cq does the work
+ * itself, and the thread takes over when it stops (sleeps on a completion
+ * channel, spins on memory).
  */
 static void *
 progress_thread(void *arg)
 {
 	struct droce_port *p = arg;
 	uint32_t idle = 0, i;
+	uint64_t app_window;
+
+	droce_now_ns();		/* sets tsc_hz */
+	app_window = tsc_hz / 50000;	/* 20 us */
 
 	while (!p->stop) {
 		int work = 0, busy = 0;
 		uint64_t now = droce_now_ns();
+		uint64_t tsc = rte_rdtsc();
 
 		for (i = 0; i < p->nb_queues; i++) {
 			struct dp_queue *q = &p->q[i];
 
+			if (tsc - q->app_poll_tsc < app_window)
+				continue;
 			if (rte_spinlock_trylock(&q->lock)) {
 				work += queue_poll(q);
 				busy |= queue_busy(q, now);
@@ -354,8 +373,10 @@ progress_thread(void *arg)
 			idle = 0;
 			continue;
 		}
-		if (++idle < 256)
+		if (++idle < 256) {
+			sched_yield();	/* let an application thread run */
 			continue;
+		}
 		usleep(idle < 2048 ? 10 : 100);
 	}
 	return NULL;

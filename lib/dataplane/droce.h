@@ -87,6 +87,12 @@ struct droce_dev *droce_port_dev(struct droce_port *port);
 int droce_port_progress(struct droce_port *port, uint32_t q);
 
 /**
+ * Make progress on queue q; the caller holds its lock (droce_port_lock),
+ * e.g. right after posting, so that the frames leave at once.
+ */
+int droce_port_progress_locked(struct droce_port *port, uint32_t q);
+
+/**
  * Run fn(arg) with queue q's owner lock held (fast-path calls into the
  * transport from an application thread: post, poll).
  */

@@ -264,6 +264,14 @@ int droce_ah_destroy(struct droce_ah *ah);
 int droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr);
 
+/**
+ * As droce_qp_post_send, but all or nothing: the whole list is checked
+ * (each WR and the room for all of them) before any is queued, as
+ * ibv_wr_complete(3) requires.
+ */
+int droce_qp_post_send_all(struct droce_qp *qp, struct ibv_send_wr *wr,
+		struct ibv_send_wr **bad_wr);
+
 /** ibv_post_recv(3), same conventions. */
 int droce_qp_post_recv(struct droce_qp *qp, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad_wr);
@@ -285,6 +293,17 @@ struct ibv_mw *droce_mw_to_ibv(struct droce_mw *mw);
 struct droce_mw *droce_mw_from_ibv(struct ibv_mw *mw);
 struct ibv_ah *droce_ah_to_ibv(struct droce_ah *ah);
 struct droce_ah *droce_ah_from_ibv(struct ibv_ah *ah);
+
+/*
+ * An owner's pointer on a QP, CQ or SRQ (the verbs driver's own object):
+ * async events name droce objects, and this maps them back.
+ */
+void droce_qp_set_user(struct droce_qp *qp, void *user);
+void *droce_qp_user(const struct droce_qp *qp);
+void droce_cq_set_user(struct droce_cq *cq, void *user);
+void *droce_cq_user(const struct droce_cq *cq);
+void droce_srq_set_user(struct droce_srq *srq, void *user);
+void *droce_srq_user(const struct droce_srq *srq);
 
 /** Name of a completion status (as ibv_wc_status_str, without libibverbs). */
 const char *droce_wc_status_str(enum ibv_wc_status status);

@@ -293,3 +293,10 @@ droce_qp_stats(const struct droce_qp *qp, struct droce_tp_stats *st)
 {
 	*st = qp->st;
 }
+
+void droce_qp_set_user(struct droce_qp *qp, void *user) { qp->user = user; }
+void *droce_qp_user(const struct droce_qp *qp) { return qp->user; }
+void droce_cq_set_user(struct droce_cq *cq, void *user) { cq->user = user; }
+void *droce_cq_user(const struct droce_cq *cq) { return cq->user; }
+void droce_srq_set_user(struct droce_srq *srq, void *user) { srq->user = user; }
+void *droce_srq_user(const struct droce_srq *srq) { return srq->user; }

@@ -73,6 +73,7 @@ struct droce_ah {
 
 struct droce_cq {
 	struct droce_dev *dev;
+	void *user;
 	struct droce_tp_queue *queue;
 	struct ibv_wc *ring;
 	uint32_t size;		/* power of 2 */
@@ -103,6 +104,7 @@ struct tp_rq {
 
 struct droce_srq {
 	struct droce_pd *pd;
+	void *user;
 	struct droce_tp_queue *queue;
 	struct tp_rq rq;
 	uint32_t limit;
@@ -184,6 +186,7 @@ struct tp_res {
 
 struct droce_qp {
 	struct droce_dev *dev;
+	void *user;
 	struct droce_pd *pd;
 	struct droce_tp_queue *queue;
 	enum ibv_qp_type type;

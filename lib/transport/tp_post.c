@@ -151,10 +151,12 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr)
 	}
 }
 
-int
-droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
-		struct ibv_send_wr **bad_wr)
+static int
+post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
+		struct ibv_send_wr **bad_wr, bool all_or_nothing)
 {
+	struct ibv_send_wr *w;
+	uint32_t n = 0;
 	int rc;
 
 	switch (qp->state) {
@@ -166,13 +168,27 @@ droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 	default:
 		break;
 	}
+	if (all_or_nothing) {
+		/* validate the whole list before the first one is queued */
+		for (w = wr; w != NULL; w = w->next, n++) {
+			rc = check_send_wr(qp, w);
+			if (rc == 0 && qp->sq.head - qp->sq.tail + n >= qp->sq.size)
+				rc = ENOMEM;
+			if (rc) {
+				*bad_wr = w;
+				return rc;
+			}
+		}
+	}
 	for (; wr != NULL; wr = wr->next) {
-		rc = check_send_wr(qp, wr);
-		if (rc == 0 && qp->sq.head - qp->sq.tail >= qp->sq.size)
-			rc = ENOMEM;
-		if (rc) {
-			*bad_wr = wr;
-			return rc;
+		if (!all_or_nothing) {
+			rc = check_send_wr(qp, wr);
+			if (rc == 0 && qp->sq.head - qp->sq.tail >= qp->sq.size)
+				rc = ENOMEM;
+			if (rc) {
+				*bad_wr = wr;
+				return rc;
+			}
 		}
 		fill_swqe(qp, &qp->sq.wqe[qp->sq.head & (qp->sq.size - 1)], wr);
 		qp->sq.head++;
@@ -180,6 +196,20 @@ droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_SQE)
 		tp_qp_flush(qp);
 	return 0;
+}
+
+int
+droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
+		struct ibv_send_wr **bad_wr)
+{
+	return post_send(qp, wr, bad_wr, false);
+}
+
+int
+droce_qp_post_send_all(struct droce_qp *qp, struct ibv_send_wr *wr,
+		struct ibv_send_wr **bad_wr)
+{
+	return post_send(qp, wr, bad_wr, true);
 }
 
 int

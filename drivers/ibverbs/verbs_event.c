@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Completion channels and async events as real file descriptors: an
+ * eventfd each (semaphore mode: one read, one event), so poll() and
+ * O_NONBLOCK work as on a kernel-backed device. The transport calls the
+ * notify and async callbacks from the queue's owner (the progress thread,
+ * or an application thread inside post/poll), never under our locks.
+ */
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "verbs_internal.h"
+
+static void
+efd_signal(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) != sizeof(one))
+		return;		/* counter saturated: events are already pending */
+}
+
+/* Blocks unless the application made the fd non-blocking. */
+static int
+efd_wait(int fd)
+{
+	uint64_t v;
+	ssize_t r;
+
+	do {
+		r = read(fd, &v, sizeof(v));
+	} while (r < 0 && errno == EINTR);
+	return r == sizeof(v) ? 0 : -1;
+}
+
+/* ---- completion channels ---- */
+
+struct ibv_comp_channel *
+ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct dv_channel *c = calloc(1, sizeof(*c));
+
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (c->ch.fd < 0) {
+		free(c);
+		return NULL;
+	}
+	c->cap = 64;
+	c->fired = calloc(c->cap, sizeof(*c->fired));
+	if (c->fired == NULL) {
+		close(c->ch.fd);
+		free(c);
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->ch.context = context;
+	c->ch.refcnt = 0;
+	pthread_mutex_init(&c->lock, NULL);
+	return &c->ch;
+}
+
+int
+ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct dv_channel *c = (struct dv_channel *)channel;
+
+	if (channel->refcnt)
+		return EBUSY;	/* CQs still use it */
+	close(channel->fd);
+	free(c->fired);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+	return 0;
+}
+
+/* The transport's notify callback: the armed CQ got a completion. */
+void
+dv_cq_notify(void *arg, struct droce_cq *tcq)
+{
+	struct dv_cq *cq = arg;
+	struct dv_channel *c = (struct dv_channel *)cq->ex.channel;
+
+	(void)tcq;
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->lock);
+	if (c->tail - c->head == c->cap) {
+		struct dv_cq **n = calloc(c->cap * 2, sizeof(*n));
+		uint32_t i;
+
+		if (n == NULL) {
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+		for (i = 0; i < c->cap; i++)
+			n[i] = c->fired[(c->head + i) % c->cap];
+		free(c->fired);
+		c->fired = n;
+		c->head = 0;
+		c->tail = c->cap;
+		c->cap *= 2;
+	}
+	c->fired[c->tail++ % c->cap] = cq;
+	pthread_mutex_unlock(&c->lock);
+	efd_signal(c->ch.fd);
+}
+
+int
+ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
+		void **cq_context)
+{
+	struct dv_channel *c = (struct dv_channel *)channel;
+	struct dv_cq *q;
+
+	if (efd_wait(channel->fd) != 0)
+		return -1;
+	pthread_mutex_lock(&c->lock);
+	if (c->head == c->tail) {
+		pthread_mutex_unlock(&c->lock);
+		errno = EAGAIN;
+		return -1;
+	}
+	q = c->fired[c->head++ % c->cap];
+	pthread_mutex_unlock(&c->lock);
+	pthread_mutex_lock(&q->ex.mutex);
+	q->comp_events_reported++;
+	pthread_mutex_unlock(&q->ex.mutex);
+	*cq = ibv_cq_ex_to_cq(&q->ex);
+	*cq_context = q->ex.cq_context;
+	return 0;
+}
+
+void
+ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_broadcast(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+/* ---- async events ---- */
+
+int
+dv_context_events_init(struct dv_context *ctx)
+{
+	ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (ctx->vctx.context.async_fd < 0)
+		return -1;
+	pthread_mutex_init(&ctx->async_lock, NULL);
+	return 0;
+}
+
+void
+dv_context_events_fini(struct dv_context *ctx)
+{
+	close(ctx->vctx.context.async_fd);
+	pthread_mutex_destroy(&ctx->async_lock);
+}
+
+void
+dv_async_push(struct dv_context *ctx, const struct ibv_async_event *ev)
+{
+	pthread_mutex_lock(&ctx->async_lock);
+	if (ctx->async_tail - ctx->async_head == DV_ASYNC_RING) {
+		pthread_mutex_unlock(&ctx->async_lock);
+		return;		/* the application does not read them */
+	}
+	ctx->async[ctx->async_tail++ % DV_ASYNC_RING] = *ev;
+	pthread_mutex_unlock(&ctx->async_lock);
+	efd_signal(ctx->vctx.context.async_fd);
+}
+
+/* The transport's async callback: map its object to ours and queue it. */
+void
+dv_async_cb(void *arg, const struct ibv_async_event *tev)
+{
+	struct ibv_async_event ev = *tev;
+	struct dv_context *ctx = NULL;
+
+	(void)arg;
+	switch (tev->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct dv_cq *cq = droce_cq_user((struct droce_cq *)tev->element.cq);
+
+		if (cq == NULL)
+			return;
+		ev.element.cq = ibv_cq_ex_to_cq(&cq->ex);
+		ctx = cq->ctx;
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct dv_srq *s = droce_srq_user((struct droce_srq *)tev->element.srq);
+
+		if (s == NULL)
+			return;
+		ev.element.srq = &s->srq;
+		ctx = s->ctx;
+		break;
+	}
+	case IBV_EVENT_DEVICE_FATAL:
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+		return;		/* no device-wide events from the transport yet */
+	default: {
+		struct dv_qp *qp = droce_qp_user((struct droce_qp *)tev->element.qp);
+
+		if (qp == NULL)
+			return;
+		ev.element.qp = &qp->ex.qp_base;
+		ctx = qp->ctx;
+		break;
+	}
+	}
+	dv_async_push(ctx, &ev);
+}
+
+int
+ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct dv_context *ctx = dv_ctx(context);
+
+	if (efd_wait(context->async_fd) != 0)
+		return -1;
+	pthread_mutex_lock(&ctx->async_lock);
+	if (ctx->async_head == ctx->async_tail) {
+		pthread_mutex_unlock(&ctx->async_lock);
+		errno = EAGAIN;
+		return -1;
+	}
+	*event = ctx->async[ctx->async_head++ % DV_ASYNC_RING];
+	pthread_mutex_unlock(&ctx->async_lock);
+	return 0;
+}
+
+void
+ibv_ack_async_event(struct ibv_async_event *event)
+{
+	pthread_mutex_t *m;
+	pthread_cond_t *cv;
+	uint32_t *count;
+
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		m = &event->element.cq->mutex;
+		cv = &event->element.cq->cond;
+		count = &event->element.cq->async_events_completed;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		m = &event->element.srq->mutex;
+		cv = &event->element.srq->cond;
+		count = &event->element.srq->events_completed;
+		break;
+	case IBV_EVENT_DEVICE_FATAL:
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+	case IBV_EVENT_GID_CHANGE:
+		return;
+	default:
+		m = &event->element.qp->mutex;
+		cv = &event->element.qp->cond;
+		count = &event->element.qp->events_completed;
+		break;
+	}
+	pthread_mutex_lock(m);
+	(*count)++;
+	pthread_cond_broadcast(cv);
+	pthread_mutex_unlock(m);
+}

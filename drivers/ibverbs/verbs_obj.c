@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * The verbs objects: PD, MR, MW, CQ, SRQ, QP, AH. Each wraps the
+ * transport's object; creating the first PD or CQ of a context starts the
+ * device's data path. Errors follow the man pages: constructors return
+ * NULL with errno, destructors and modify return an errno value.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+
+#include "verbs_internal.h"
+
+/* ---- protection domains ---- */
+
+struct ibv_pd *
+ibv_alloc_pd(struct ibv_context *context)
+{
+	struct dv_context *ctx = dv_ctx(context);
+	struct dv_pd *pd;
+	int rc = dv_port_get(ctx);
+
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
+	pd = calloc(1, sizeof(*pd));
+	if (pd == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pd->tpd = droce_pd_alloc(ctx->dev->tdev);
+	if (pd->tpd == NULL) {
+		free(pd);
+		return NULL;
+	}
+	pd->pd.context = context;
+	return &pd->pd;
+}
+
+int
+ibv_dealloc_pd(struct ibv_pd *ibpd)
+{
+	struct dv_pd *pd = dv_pd(ibpd);
+	int rc = droce_pd_dealloc(pd->tpd);
+
+	if (rc)
+		return -rc;
+	free(pd);
+	return 0;
+}
+
+/* ---- memory regions ---- */
+
+/* Flags a provider may ignore (IBV_ACCESS_OPTIONAL_RANGE). */
+#define DV_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
+	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING)
+
+static struct ibv_mr *
+reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
+		unsigned int access)
+{
+	struct droce_mr *mr;
+	struct ibv_mr *m;
+
+	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	if (access & ~(unsigned int)DV_ACCESS_SUPPORTED) {
+		/* on-demand paging, huge-page hints, flush: not droce's */
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	mr = droce_mr_reg(dv_pd(ibpd)->tpd, addr, length, iova,
+		access & ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING);
+	if (mr == NULL)
+		return NULL;
+	m = droce_mr_to_ibv(mr);
+	m->context = ibpd->context;
+	m->pd = ibpd;
+	m->handle = m->lkey;
+	return m;
+}
+
+#undef ibv_reg_mr
+struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length,
+		int access);
+
+struct ibv_mr *
+ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned int)access);
+}
+
+#undef ibv_reg_mr_iova
+struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length,
+		uint64_t iova, int access);
+
+struct ibv_mr *
+ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+		int access)
+{
+	return reg_mr(pd, addr, length, iova, (unsigned int)access);
+}
+
+struct ibv_mr *
+ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+		unsigned int access)
+{
+	return reg_mr(pd, addr, length, iova, access);
+}
+
+int
+ibv_dereg_mr(struct ibv_mr *mr)
+{
+	return -droce_mr_dereg(droce_mr_from_ibv(mr));
+}
+
+struct ibv_mr *
+ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+		uint64_t iova, int fd, int access)
+{
+	(void)pd; (void)offset; (void)length; (void)iova; (void)fd; (void)access;
+	errno = EOPNOTSUPP;	/* no device memory behind a software NIC */
+	return NULL;
+}
+
+int
+ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+		size_t length, int access)
+{
+	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;
+}
+
+/* ---- memory windows (ibv_context.ops) ---- */
+
+struct ibv_mw *
+dv_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct droce_mw *mw = droce_mw_alloc(dv_pd(pd)->tpd, type);
+	struct ibv_mw *m;
+
+	if (mw == NULL)
+		return NULL;
+	m = droce_mw_to_ibv(mw);
+	m->context = pd->context;
+	m->pd = pd;
+	m->handle = m->rkey;
+	return m;
+}
+
+int
+dv_dealloc_mw(struct ibv_mw *mw)
+{
+	return -droce_mw_dealloc(droce_mw_from_ibv(mw));
+}
+
+int
+dv_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	struct dv_qp *qp = dv_qp(ibqp);
+	struct droce_port *port = qp->ctx->dev->port;
+	uint32_t rkey;
+	int rc;
+
+	droce_port_lock(port, qp->q);
+	rc = droce_mw_bind1(qp->tqp, droce_mw_from_ibv(mw), bind, &rkey);
+	droce_port_progress_locked(port, qp->q);
+	droce_port_unlock(port, qp->q);
+	if (rc < 0)
+		return -rc;
+	if (rc > 0)
+		return rc;
+	mw->rkey = rkey;
+	return 0;
+}
+
+/* ---- completion queues ---- */
+
+struct dv_cq *
+dv_cq_create(struct ibv_context *context, int cqe, void *cq_context,
+		struct ibv_comp_channel *channel)
+{
+	struct dv_context *ctx = dv_ctx(context);
+	struct dv_device *d = ctx->dev;
+	struct dv_cq *cq;
+	int rc = dv_port_get(ctx);
+
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
+	if (cqe <= 0 || (uint32_t)cqe > droce_dev_limits(d->tdev)->max_cqe) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (channel != NULL && channel->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (cq == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_lock(&d->lock);
+	cq->q = d->next_queue++ % d->nb_queues;
+	pthread_mutex_unlock(&d->lock);
+	cq->tcq = droce_cq_create(d->tdev, cq->q, (uint32_t)cqe);
+	if (cq->tcq == NULL) {
+		free(cq);
+		return NULL;
+	}
+	cq->ctx = ctx;
+	droce_cq_set_user(cq->tcq, cq);
+	cq->ex.context = context;
+	cq->ex.channel = channel;
+	cq->ex.cq_context = cq_context;
+	cq->ex.cqe = (int)droce_cq_size(cq->tcq);
+	pthread_mutex_init(&cq->ex.mutex, NULL);
+	pthread_cond_init(&cq->ex.cond, NULL);
+	if (channel != NULL) {
+		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
+		droce_port_lock(d->port, cq->q);
+		droce_cq_set_notify(cq->tcq, dv_cq_notify, cq);
+		droce_port_unlock(d->port, cq->q);
+	}
+	dv_cq_ex_setup(cq);
+	return cq;
+}
+
+struct ibv_cq *
+ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+		struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct dv_cq *cq;
+
+	if (comp_vector < 0 || comp_vector >= context->num_comp_vectors) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = dv_cq_create(context, cqe, cq_context, channel);
+	return cq ? ibv_cq_ex_to_cq(&cq->ex) : NULL;
+}
+
+int
+ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	(void)cq;
+	(void)cqe;
+	return EOPNOTSUPP;	/* sized once; create it large enough */
+}
+
+int
+ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct dv_cq *cq = dv_cq(ibcq);
+	struct droce_port *port = cq->ctx->dev->port;
+	int rc;
+
+	droce_port_lock(port, cq->q);
+	rc = droce_cq_destroy(cq->tcq);
+	droce_port_unlock(port, cq->q);
+	if (rc)
+		return -rc;
+	if (ibcq->channel != NULL)
+		__atomic_fetch_sub(&ibcq->channel->refcnt, 1, __ATOMIC_RELAXED);
+	/* as rdma-core: wait for the application to ack every event */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != cq->comp_events_reported)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+	free(cq);
+	return 0;
+}
+
+/* ---- shared receive queues ---- */
+
+struct ibv_srq *
+dv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
+{
+	struct dv_context *ctx = dv_ctx(context);
+	struct dv_device *d = ctx->dev;
+	struct ibv_srq_init_attr ia;
+	struct dv_srq *srq;
+	uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+		IBV_SRQ_INIT_ATTR_CQ;
+
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == NULL ||
+			(attr->comp_mask & ~known)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+			attr->srq_type != IBV_SRQT_BASIC) {
+		errno = EOPNOTSUPP;	/* XRC and tag matching */
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (srq == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.srq_context = attr->srq_context;
+	ia.attr = attr->attr;
+	/* an SRQ feeds QPs of one queue: the first queue's, as CQs start */
+	srq->q = 0;
+	srq->tsrq = droce_srq_create(dv_pd(attr->pd)->tpd, srq->q, &ia);
+	if (srq->tsrq == NULL) {
+		free(srq);
+		return NULL;
+	}
+	attr->attr = ia.attr;
+	srq->ctx = ctx;
+	droce_srq_set_user(srq->tsrq, srq);
+	srq->srq.context = context;
+	srq->srq.srq_context = attr->srq_context;
+	srq->srq.pd = attr->pd;
+	pthread_mutex_init(&srq->srq.mutex, NULL);
+	pthread_cond_init(&srq->srq.cond, NULL);
+	(void)d;
+	return &srq->srq;
+}
+
+struct ibv_srq *
+ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ax;
+	struct ibv_srq *s;
+
+	memset(&ax, 0, sizeof(ax));
+	ax.srq_context = attr->srq_context;
+	ax.attr = attr->attr;
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_PD;
+	ax.pd = pd;
+	s = dv_create_srq_ex(pd->context, &ax);
+	if (s != NULL)
+		attr->attr = ax.attr;
+	return s;
+}
+
+int
+ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
+{
+	struct dv_srq *srq = dv_srq(ibsrq);
+	struct droce_port *port = srq->ctx->dev->port;
+	int rc;
+
+	droce_port_lock(port, srq->q);
+	rc = droce_srq_modify(srq->tsrq, attr, mask);
+	droce_port_unlock(port, srq->q);
+	return -rc;
+}
+
+int
+ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+	struct dv_srq *srq = dv_srq(ibsrq);
+	struct droce_port *port = srq->ctx->dev->port;
+	int rc;
+
+	droce_port_lock(port, srq->q);
+	rc = droce_srq_query(srq->tsrq, attr);
+	droce_port_unlock(port, srq->q);
+	return -rc;
+}
+
+int
+ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct dv_srq *srq = dv_srq(ibsrq);
+	struct droce_port *port = srq->ctx->dev->port;
+	int rc;
+
+	droce_port_lock(port, srq->q);
+	rc = droce_srq_destroy(srq->tsrq);
+	droce_port_unlock(port, srq->q);
+	if (rc)
+		return -rc;
+	free(srq);
+	return 0;
+}
+
+int
+dv_get_srq_num(struct ibv_srq *srq, uint32_t *num)
+{
+	(void)srq;
+	(void)num;
+	return EOPNOTSUPP;	/* SRQ numbers exist for XRC only */
+}
+
+/* ---- queue pairs ---- */
+
+struct ibv_qp *
+dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	struct dv_context *ctx = dv_ctx(context);
+	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	struct dv_cq *scq, *rcq;
+	struct dv_srq *srq = NULL;
+	struct ibv_qp_init_attr ia;
+	struct dv_qp *qp;
+
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL ||
+			attr->send_cq == NULL || attr->recv_cq == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (attr->comp_mask & ~known) {
+		/* XRC domains, TSO, RSS, a thread domain: not droce's */
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+			attr->qp_type != IBV_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	scq = dv_cq(attr->send_cq);
+	rcq = dv_cq(attr->recv_cq);
+	if (attr->srq != NULL)
+		srq = dv_srq(attr->srq);
+	if (scq->ctx != ctx || rcq->ctx != ctx || attr->pd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	/* One owner per QP: its CQs and SRQ must live on the same queue. */
+	if (rcq->q != scq->q || (srq != NULL && srq->q != scq->q)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_context = attr->qp_context;
+	ia.qp_type = attr->qp_type;
+	ia.cap = attr->cap;
+	ia.sq_sig_all = attr->sq_sig_all;
+	qp->tqp = droce_qp_create(dv_pd(attr->pd)->tpd, &ia, scq->tcq, rcq->tcq,
+		srq ? srq->tsrq : NULL);
+	if (qp->tqp == NULL) {
+		free(qp);
+		return NULL;
+	}
+	attr->cap = ia.cap;
+	qp->ctx = ctx;
+	qp->q = scq->q;
+	droce_qp_set_user(qp->tqp, qp);
+	qp->ex.qp_base.context = context;
+	qp->ex.qp_base.qp_context = attr->qp_context;
+	qp->ex.qp_base.pd = attr->pd;
+	qp->ex.qp_base.send_cq = attr->send_cq;
+	qp->ex.qp_base.recv_cq = attr->recv_cq;
+	qp->ex.qp_base.srq = attr->srq;
+	qp->ex.qp_base.qp_num = droce_qp_num(qp->tqp);
+	qp->ex.qp_base.handle = qp->ex.qp_base.qp_num;
+	qp->ex.qp_base.state = IBV_QPS_RESET;
+	qp->ex.qp_base.qp_type = attr->qp_type;
+	pthread_mutex_init(&qp->ex.qp_base.mutex, NULL);
+	pthread_cond_init(&qp->ex.qp_base.cond, NULL);
+	qp->max_sge = ia.cap.max_send_sge;
+	qp->max_inline = ia.cap.max_inline_data;
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+			dv_qp_ex_setup(qp, attr->send_ops_flags) != 0) {
+		int e = errno;
+
+		droce_qp_destroy(qp->tqp);
+		free(qp);
+		errno = e;
+		return NULL;
+	}
+	return &qp->ex.qp_base;
+}
+
+struct ibv_qp *
+ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *qp;
+
+	memset(&ax, 0, sizeof(ax));
+	ax.qp_context = attr->qp_context;
+	ax.send_cq = attr->send_cq;
+	ax.recv_cq = attr->recv_cq;
+	ax.srq = attr->srq;
+	ax.cap = attr->cap;
+	ax.qp_type = attr->qp_type;
+	ax.sq_sig_all = attr->sq_sig_all;
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ax.pd = pd;
+	qp = dv_create_qp_ex(pd->context, &ax);
+	if (qp != NULL)
+		attr->cap = ax.cap;
+	return qp;
+}
+
+struct ibv_qp_ex *
+ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
+{
+	struct dv_qp *qp = dv_qp(ibqp);
+
+	return qp->is_ex ? &qp->ex : NULL;
+}
+
+int
+ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
+{
+	struct dv_qp *qp = dv_qp(ibqp);
+	struct droce_port *port = qp->ctx->dev->port;
+	struct droce_av av, *avp = NULL;
+	int rc;
+
+	if (mask & IBV_QP_AV) {
+		/* resolving may wait for ARP: outside the queue lock */
+		rc = dv_resolve(qp->ctx, &attr->ah_attr, &av);
+		if (rc)
+			return rc;
+		avp = &av;
+	}
+	droce_port_lock(port, qp->q);
+	rc = droce_qp_modify(qp->tqp, attr, mask, avp);
+	ibqp->state = droce_qp_state(qp->tqp);
+	droce_port_unlock(port, qp->q);
+	return -rc;
+}
+
+int
+ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
+		struct ibv_qp_init_attr *init)
+{
+	struct dv_qp *qp = dv_qp(ibqp);
+	struct droce_port *port = qp->ctx->dev->port;
+	int rc;
+
+	droce_port_lock(port, qp->q);
+	rc = droce_qp_query(qp->tqp, attr, mask, init);
+	droce_port_unlock(port, qp->q);
+	if (rc)
+		return -rc;
+	if (init != NULL) {
+		init->qp_context = ibqp->qp_context;
+		init->send_cq = ibqp->send_cq;
+		init->recv_cq = ibqp->recv_cq;
+		init->srq = ibqp->srq;
+	}
+	return 0;
+}
+
+int
+ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
+		uint32_t flags)
+{
+	(void)qp;
+	(void)op;
+	(void)flags;
+	/* the transport places data strictly in order (go-back-N) */
+	return 1;
+}
+
+int
+ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct dv_qp *qp = dv_qp(ibqp);
+	struct droce_port *port = qp->ctx->dev->port;
+	int rc;
+
+	droce_port_lock(port, qp->q);
+	rc = droce_qp_destroy(qp->tqp);
+	droce_port_unlock(port, qp->q);
+	if (rc)
+		return -rc;
+	dv_qp_ex_fini(qp);
+	free(qp);
+	return 0;
+}
+
+/* ---- address handles ---- */
+
+struct ibv_ah *
+ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct dv_context *ctx = dv_ctx(pd->context);
+	struct droce_av av;
+	struct droce_ah *ah;
+	struct ibv_ah *a;
+	int rc = dv_resolve(ctx, attr, &av);
+
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
+	ah = droce_ah_create(dv_pd(pd)->tpd, &av);
+	if (ah == NULL)
+		return NULL;
+	a = droce_ah_to_ibv(ah);
+	a->context = pd->context;
+	a->pd = pd;
+	return a;
+}
+
+int
+ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return -droce_ah_destroy(droce_ah_from_ibv(ah));
+}
+
+/* The GRH area of a UD receive: an IPv6 header, or 20 zero bytes and an
+ * IPv4 header for RoCEv2 over IPv4 (as rxe lays it out). */
+int
+ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num,
+		struct ibv_wc *wc, struct ibv_grh *grh, struct ibv_ah_attr *ah)
+{
+	struct dv_device *d = dv_ctx(context)->dev;
+	const uint8_t *raw = (const uint8_t *)grh;
+	uint8_t sgid[16], dgid[16];
+	int i;
+
+	memset(ah, 0, sizeof(*ah));
+	ah->port_num = port_num;
+	ah->sl = wc->sl;
+	ah->src_path_bits = wc->dlid_path_bits;
+	if (!(wc->wc_flags & IBV_WC_GRH))
+		return EINVAL;	/* RoCE: the GID is the address */
+	if ((raw[20] >> 4) == 4) {
+		uint32_t s, dd;
+
+		memcpy(&s, raw + 20 + 12, 4);
+		memcpy(&dd, raw + 20 + 16, 4);
+		droce_gid_from_ipv4(sgid, ntohl(s));
+		droce_gid_from_ipv4(dgid, ntohl(dd));
+		ah->grh.traffic_class = raw[21];
+	} else {
+		memcpy(sgid, grh->sgid.raw, 16);
+		memcpy(dgid, grh->dgid.raw, 16);
+		ah->grh.traffic_class = (uint8_t)((ntohl(grh->version_tclass_flow)
+			>> 20) & 0xff);
+		ah->grh.flow_label = ntohl(grh->version_tclass_flow) & 0xfffff;
+	}
+	ah->is_global = 1;
+	ah->grh.hop_limit = 0xff;
+	memcpy(ah->grh.dgid.raw, sgid, 16);
+	for (i = 0; i < DROCE_MAX_GIDS; i++)
+		if (d->gids[i].valid && memcmp(d->gids[i].gid, dgid, 16) == 0)
+			break;
+	if (i == DROCE_MAX_GIDS)
+		return ENOENT;
+	ah->grh.sgid_index = (uint8_t)i;
+	return 0;
+}
+
+struct ibv_ah *
+ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+		struct ibv_grh *grh, uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+	int rc = ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr);
+
+	if (rc) {
+		errno = rc;
+		return NULL;
+	}
+	return ibv_create_ah(pd, &attr);
+}
+
+/* ---- multicast ---- */
+
+int
+ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp;
+	(void)gid;
+	(void)lid;
+	return EOPNOTSUPP;	/* UD multicast: not implemented */
+}
+
+int
+ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)qp;
+	(void)gid;
+	(void)lid;
+	return EOPNOTSUPP;
+}

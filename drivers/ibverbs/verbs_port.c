@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * The data path behind a droce device: its configuration and the DPDK
+ * port, started when the first context needs it (a PD or a CQ) and closed
+ * when the last such context closes. ibv_devices and ibv_devinfo never
+ * start it.
+ *
+ * Configuration: each key from the environment, else from the file named
+ * by DROCE_CONF (lines KEY=VALUE, '#' comments):
+ *   DROCE_DEVARGS  the DPDK device, e.g. net_memif0,role=server,socket=/x
+ *   DROCE_EAL      EAL arguments (default: in-memory, no PCI, quiet)
+ *   DROCE_QUEUES   queues (progress contexts), default 1
+ *   DROCE_IPV6     an IPv6 address (GID 2)
+ *   DROCE_NEIGH    static neighbours "IP=MAC[,IP=MAC...]"
+ *   DROCE_FAULT    fault injection on receive "drop,dup,reorder,corrupt" ppm
+ * and the keys verbs_device.c reads (DROCE_NAME, DROCE_MAC, DROCE_IPV4,
+ * DROCE_MTU).
+ */
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "verbs_internal.h"
+
+static char conf_file_buf[8192];
+static int conf_file_loaded;
+
+static void
+conf_file_load(void)
+{
+	const char *path = getenv("DROCE_CONF");
+	FILE *f;
+	size_t n;
+
+	conf_file_loaded = 1;
+	if (path == NULL || (f = fopen(path, "r")) == NULL) {
+		if (path != NULL)
+			fprintf(stderr, "droce: cannot read DROCE_CONF %s: %s\n",
+				path, strerror(errno));
+		return;
+	}
+	n = fread(conf_file_buf, 1, sizeof(conf_file_buf) - 1, f);
+	conf_file_buf[n] = '\0';
+	fclose(f);
+}
+
+/* The value of key: environment, else the configuration file, else NULL. */
+const char *dv_conf_get(const char *key);
+
+const char *
+dv_conf_get(const char *key)
+{
+	static __thread char val[512];
+	const char *e = getenv(key), *line;
+	size_t kl = strlen(key);
+
+	if (e != NULL)
+		return e;
+	if (!conf_file_loaded)
+		conf_file_load();
+	for (line = conf_file_buf; *line; ) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+
+		while (len && (*line == ' ' || *line == '\t')) {
+			line++;
+			len--;
+		}
+		if (len > kl && strncmp(line, key, kl) == 0 && line[kl] == '=') {
+			size_t vl = len - kl - 1;
+
+			if (vl >= sizeof(val))
+				vl = sizeof(val) - 1;
+			memcpy(val, line + kl + 1, vl);
+			val[vl] = '\0';
+			while (vl && (val[vl - 1] == ' ' || val[vl - 1] == '\r'))
+				val[--vl] = '\0';
+			return val;
+		}
+		line += len + (end ? 1 : 0);
+	}
+	return NULL;
+}
+
+int
+dv_conf_load(struct dv_device *d)
+{
+	struct dv_conf *c = &d->conf;
+	const char *v;
+
+	if ((v = dv_conf_get("DROCE_DEVARGS")) != NULL)
+		snprintf(c->devargs, sizeof(c->devargs), "%s", v);
+	if ((v = dv_conf_get("DROCE_EAL")) != NULL)
+		snprintf(c->eal, sizeof(c->eal), "%s", v);
+	if ((v = dv_conf_get("DROCE_FAULT")) != NULL)
+		snprintf(c->fault, sizeof(c->fault), "%s", v);
+	if ((v = dv_conf_get("DROCE_NEIGH")) != NULL)
+		snprintf(c->neigh, sizeof(c->neigh), "%s", v);
+	v = dv_conf_get("DROCE_QUEUES");
+	c->queues = v ? (uint32_t)atoi(v) : 1;
+	if (c->queues == 0)
+		c->queues = 1;
+	v = dv_conf_get("DROCE_IPV6");
+	if (v != NULL && inet_pton(AF_INET6, v, c->ipv6) == 1)
+		c->has_ipv6 = 1;
+	return 0;
+}
+
+static int
+parse_mac6(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	int i;
+
+	if (sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2], &b[3], &b[4],
+			&b[5]) != 6)
+		return -1;
+	for (i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+static void
+add_neighbors(struct dv_device *d)
+{
+	char buf[sizeof(d->conf.neigh)], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", d->conf.neigh);
+	for (tok = strtok_r(buf, ", ", &save); tok;
+			tok = strtok_r(NULL, ", ", &save)) {
+		char *eq = strchr(tok, '=');
+		uint8_t gid[16], mac[6];
+		struct in_addr a;
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		if (parse_mac6(eq + 1, mac) != 0)
+			continue;
+		if (inet_pton(AF_INET, tok, &a) == 1)
+			droce_gid_from_ipv4(gid, ntohl(a.s_addr));
+		else if (inet_pton(AF_INET6, tok, gid) != 1)
+			continue;
+		droce_port_add_neighbor(d->port, gid, mac);
+	}
+}
+
+static void
+default_eal(char *buf, size_t len, const char *extra)
+{
+	cpu_set_t cpus;
+	int cpu = 0, i;
+
+	/* The main lcore on a CPU the process may use; EAL's own threads
+	 * sleep, and droce keeps the application's affinity. */
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		for (i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &cpus)) {
+				cpu = i;
+				break;
+			}
+	snprintf(buf, len, "--in-memory --no-pci -l %d --log-level=lib.eal:4 "
+		"--log-level=pmd:4 --log-level=user1:4 %s", cpu, extra);
+}
+
+/* Start the port (first user) or take a reference. 0 or an errno. */
+int
+dv_port_get(struct dv_context *ctx)
+{
+	struct dv_device *d = ctx->dev;
+	struct droce_port_conf pc;
+	char eal[768];
+	int rc = 0;
+
+	if (ctx->uses_port)
+		return 0;
+	pthread_mutex_lock(&d->lock);
+	if (d->port == NULL) {
+		if (d->conf.devargs[0] == '\0') {
+			fprintf(stderr, "droce: %s has no DPDK port: set "
+				"DROCE_DEVARGS (or DROCE_CONF), e.g. "
+				"net_memif0,role=server,socket=/run/droce.sock\n",
+				d->ibdev.name);
+			rc = ENODEV;
+			goto out;
+		}
+		droce_port_conf_init(&pc);
+		default_eal(eal, sizeof(eal), d->conf.eal);
+		pc.eal_args = eal;
+		pc.devargs = d->conf.devargs;
+		pc.nb_queues = d->conf.queues;
+		pc.mode = DROCE_PROGRESS_THREAD;
+		pc.ipv4 = d->ipv4;
+		memcpy(pc.mac, d->mac, 6);
+		if (d->conf.has_ipv6)
+			memcpy(pc.ipv6, d->conf.ipv6, 16);
+		pc.mtu = d->mtu;
+		pc.name = d->ibdev.name;
+		if (d->conf.fault[0]) {
+			unsigned int dr = 0, du = 0, re = 0, co = 0;
+
+			sscanf(d->conf.fault, "%u,%u,%u,%u", &dr, &du, &re, &co);
+			pc.fault_rx.drop_ppm = dr;
+			pc.fault_rx.dup_ppm = du;
+			pc.fault_rx.reorder_ppm = re;
+			pc.fault_rx.corrupt_ppm = co;
+			pc.fault_rx.seed = (uint64_t)getpid();
+		}
+		d->port = droce_port_open(&pc);
+		if (d->port == NULL) {
+			rc = errno ? errno : ENODEV;
+			fprintf(stderr, "droce: cannot open %s on %s: %s\n",
+				d->ibdev.name, d->conf.devargs, strerror(rc));
+			goto out;
+		}
+		d->tdev = droce_port_dev(d->port);
+		d->nb_queues = d->conf.queues;
+		droce_dev_set_async_cb(d->tdev, dv_async_cb, d);
+		add_neighbors(d);
+	}
+	d->users++;
+	ctx->uses_port = 1;
+out:
+	pthread_mutex_unlock(&d->lock);
+	return rc;
+}
+
+void
+dv_port_put(struct dv_context *ctx)
+{
+	struct dv_device *d = ctx->dev;
+
+	if (!ctx->uses_port)
+		return;
+	ctx->uses_port = 0;
+	pthread_mutex_lock(&d->lock);
+	if (--d->users == 0) {
+		/* stop polling before the link goes (net_memif's rule) */
+		droce_port_close(d->port);
+		d->port = NULL;
+		d->tdev = NULL;
+	}
+	pthread_mutex_unlock(&d->lock);
+}
+
+/*
+ * An address vector from verbs' ah_attr. RoCE needs the GRH (the GID is
+ * the address); the MAC comes from ARP/ND (or DROCE_NEIGH).
+ */
+int
+dv_resolve(struct dv_context *ctx, const struct ibv_ah_attr *ah,
+		struct droce_av *av)
+{
+	struct dv_device *d = ctx->dev;
+	int rc;
+
+	if (!ah->is_global || ah->port_num > 1 ||
+			ah->grh.sgid_index >= DROCE_MAX_GIDS ||
+			!d->gids[ah->grh.sgid_index].valid)
+		return EINVAL;
+	memset(av, 0, sizeof(*av));
+	memcpy(av->dgid, ah->grh.dgid.raw, 16);
+	av->sgid_index = ah->grh.sgid_index;
+	av->tclass = ah->grh.traffic_class;
+	av->hop_limit = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
+	av->flow_label = ah->grh.flow_label;
+	rc = droce_port_resolve(d->port, av->dgid, av->dmac, 3000);
+	if (rc != 0) {
+		char s[INET6_ADDRSTRLEN];
+
+		inet_ntop(AF_INET6, av->dgid, s, sizeof(s));
+		fprintf(stderr, "droce: no neighbour answers for %s\n", s);
+		return EHOSTUNREACH;
+	}
+	return 0;
+}
