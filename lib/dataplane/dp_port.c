@@ -114,6 +114,17 @@ io_tx_alloc(void *arg, struct droce_txbuf *bufs, uint32_t n, uint32_t cap)
 
 	if (n > DP_BURST)
 		n = DP_BURST;
+	/*
+	 * Back-pressure: hand out no more buffers than the transmit queue
+	 * can hold, so a sender without a window (UC, UD) waits for the NIC
+	 * instead of losing frames to a full queue.
+	 */
+	if (DP_TXQ_LEN - q->ntx < n)
+		dp_queue_flush(q);
+	if (DP_TXQ_LEN - q->ntx < n)
+		n = DP_TXQ_LEN - q->ntx;
+	if (n == 0)
+		return 0;
 	if (q->nstash < n) {
 		uint32_t want = DP_BURST;
 
@@ -432,7 +443,20 @@ port_setup(struct droce_port *p)
 		if (rc)
 			return rc;
 	}
-	rc = rte_eth_dev_start(p->port_id);
+	/*
+	 * A link whose far end is another process (net_memif's client role)
+	 * cannot start before that process has created it: two programs
+	 * started together race, so keep trying for a while.
+	 */
+	for (i = 0; ; i++) {
+		rc = rte_eth_dev_start(p->port_id);
+		if (rc == 0 || i >= 300)
+			break;
+		if (i == 0)
+			DP_LOG(INFO, "port %u not ready (%s), waiting for its peer",
+				p->port_id, strerror(-rc));
+		usleep(50000);
+	}
 	if (rc)
 		return rc;
 	rte_eth_promiscuous_enable(p->port_id);

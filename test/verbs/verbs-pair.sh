@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# verbs-pair.sh DROCE-RUN [--expect REGEX]... [--server-extra "ARGS"] -- PROGRAM ARGS...
+#
+# Runs an unmodified verbs program (ibv_*_pingpong, perftest) twice through
+# droce-run: a server and a client, two processes joined by a net_memif
+# link of their own (the default link), the client given the server's
+# address last. Passes when both exit 0 and the client's output matches
+# every --expect. Everything started is torn down, also on failure.
+set -uo pipefail
+run=$1; shift
+expects=()
+server_extra=""
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--expect) expects+=("$2"); shift 2 ;;
+	--server-extra) server_extra=$2; shift 2 ;;
+	--) shift; break ;;
+	*) echo "verbs-pair: bad argument $1" >&2; exit 2 ;;
+	esac
+done
+prog=$1; shift
+command -v "$prog" >/dev/null || { echo "$prog missing: skip"; exit 77; }
+
+work=$(mktemp -d /tmp/droce-vp.XXXXXX)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	sleep 0.2
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+# a free TCP port for the program's own side channel
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+sock="$work/memif.sock"
+common=(DROCE_MTU=1500)
+srv_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=server,socket=$sock"
+	DROCE_IPV4=10.9.0.1)
+cli_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=client,socket=$sock"
+	DROCE_IPV4=10.9.0.2)
+
+echo "server: $prog -p $port $* $server_extra"
+timeout -k 5 240 "$run" "${srv_env[@]}" "$prog" -p "$port" "$@" $server_extra \
+	> "$work/server.log" 2>&1 &
+pids+=($!)
+srv=$!
+
+# the client may only connect once the server listens
+for _ in $(seq 1 200); do
+	if ss -ltn 2>/dev/null | grep -q "[:.]$port "; then break; fi
+	if ! kill -0 "$srv" 2>/dev/null; then break; fi
+	sleep 0.1
+done
+
+echo "client: $prog -p $port $* 127.0.0.1"
+timeout -k 5 240 "$run" "${cli_env[@]}" "$prog" -p "$port" "$@" 127.0.0.1 \
+	> "$work/client.log" 2>&1 &
+pids+=($!)
+cli=$!
+
+wait "$cli"; crc=$?
+wait "$srv"; src=$?
+echo "----- server (exit $src)"; cat "$work/server.log"
+echo "----- client (exit $crc)"; cat "$work/client.log"
+fail=0
+[ "$src" -eq 0 ] || { echo "FAIL: server exited $src"; fail=1; }
+[ "$crc" -eq 0 ] || { echo "FAIL: client exited $crc"; fail=1; }
+for e in "${expects[@]}"; do
+	if grep -qE -- "$e" "$work/client.log"; then
+		echo "ok: client output matches /$e/"
+	else
+		echo "FAIL: client output lacks /$e/"; fail=1
+	fi
+done
+[ $fail -eq 0 ] && echo "PASS: $prog $*"
+exit $fail
