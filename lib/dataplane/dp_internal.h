@@ -87,6 +87,8 @@ struct droce_port {
 	/* progress thread */
 	pthread_t thread;
 	int thread_running;
+	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
+	volatile int sleeping;
 	volatile int stop;
 	/* neighbours */
 	rte_spinlock_t neigh_lock;

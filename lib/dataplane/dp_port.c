@@ -16,6 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
 
 #include <rte_cycles.h>
 #include <rte_eal.h>
@@ -329,7 +332,28 @@ droce_port_unlock(struct droce_port *p, uint32_t q)
 void
 droce_port_kick(struct droce_port *p, uint32_t q)
 {
+	uint64_t one = 1;
+
 	p->q[q].kicked = 1;
+	if (p->sleeping && p->wake_fd >= 0 &&
+			write(p->wake_fd, &one, sizeof(one)) < 0)
+		return;		/* already signalled */
+}
+
+/* Sleep up to us microseconds, or until droce_port_kick. */
+static void
+thread_sleep(struct droce_port *p, uint32_t us)
+{
+	struct pollfd pfd = { .fd = p->wake_fd, .events = POLLIN };
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)us * 1000 };
+	uint64_t v;
+
+	p->sleeping = 1;
+	rte_smp_mb();
+	if (!p->q[0].kicked && !p->stop && ppoll(&pfd, 1, &ts, NULL) > 0 &&
+			read(p->wake_fd, &v, sizeof(v)) < 0)
+		v = 0;
+	p->sleeping = 0;
 }
 
 static int
@@ -352,22 +376,31 @@ static void *
 progress_thread(void *arg)
 {
 	struct droce_port *p = arg;
-	uint32_t idle = 0, i;
-	uint64_t app_window;
+	uint64_t app_window, last_work = 0;
+	uint32_t i;
 
+	/* short sleeps must stay short: 1 us of timer slack, not 50 */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	droce_now_ns();		/* sets tsc_hz */
 	app_window = tsc_hz / 50000;	/* 20 us */
 
 	while (!p->stop) {
 		int work = 0, busy = 0;
+		uint32_t app_driven = 0;
 		uint64_t now = droce_now_ns();
 		uint64_t tsc = rte_rdtsc();
 
 		for (i = 0; i < p->nb_queues; i++) {
 			struct dp_queue *q = &p->q[i];
 
-			if (tsc - q->app_poll_tsc < app_window)
+			if (q->kicked) {
+				q->kicked = 0;
+				q->app_poll_tsc = 0;	/* it waits for us now */
+				busy = 1;
+			} else if (tsc - q->app_poll_tsc < app_window) {
+				app_driven++;
 				continue;
+			}
 			if (rte_spinlock_trylock(&q->lock)) {
 				work += queue_poll(q);
 				busy |= queue_busy(q, now);
@@ -375,20 +408,22 @@ progress_thread(void *arg)
 			} else {
 				busy = 1;	/* an application polls it */
 			}
-			if (q->kicked) {
-				q->kicked = 0;
-				busy = 1;
-			}
 		}
 		if (work || busy) {
-			idle = 0;
+			last_work = now;
 			continue;
 		}
-		if (++idle < 256) {
-			sched_yield();	/* let an application thread run */
+		if (app_driven == p->nb_queues) {
+			/* the application polls every queue itself: keep off
+			 * its cores, look again when it may have stopped */
+			thread_sleep(p, 50);
 			continue;
 		}
-		usleep(idle < 2048 ? 10 : 100);
+		/* idle: spin 200 us (a reply is often that close), then
+		 * short sleeps up to 2 ms, then long ones */
+		if (now - last_work < 200000)
+			continue;
+		thread_sleep(p, now - last_work < 2000000 ? 10 : 100);
 	}
 	return NULL;
 }
@@ -479,6 +514,8 @@ droce_port_open(const struct droce_port_conf *conf)
 		return NULL;
 	}
 	p = calloc(1, sizeof(*p));
+	if (p != NULL)
+		p->wake_fd = -1;
 	if (p == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -592,6 +629,7 @@ droce_port_open(const struct droce_port_conf *conf)
 	}
 	dp_telemetry_register(p);
 	if (conf->mode == DROCE_PROGRESS_THREAD) {
+		p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (pthread_create(&p->thread, NULL, progress_thread, p) != 0)
 			goto fail;
 		p->thread_running = 1;
@@ -615,8 +653,12 @@ droce_port_close(struct droce_port *p)
 		return;
 	/* stop polling first, drain, then close (memif: never mid-burst) */
 	p->stop = 1;
-	if (p->thread_running)
+	if (p->thread_running) {
+		droce_port_kick(p, 0);
 		pthread_join(p->thread, NULL);
+	}
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
 	dp_telemetry_unregister(p);
 	for (i = 0; i < p->nb_queues; i++) {
 		struct dp_queue *q = &p->q[i];
