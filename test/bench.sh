@@ -14,3 +14,4 @@ echo
 "$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
 	--lat --op write,send,read,fetch_add --size 64,4096,65536 \
 	--iters 20000 --verify --no-raw
+"$top/test/bench-verbs.sh" "$build"

@@ -42,7 +42,7 @@ cli_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=client,socket=$sock"
 	DROCE_IPV4=10.9.0.2)
 
 echo "server: $prog -p $port $* $server_extra"
-timeout -k 5 240 "$run" "${srv_env[@]}" "$prog" -p "$port" "$@" $server_extra \
+timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${srv_env[@]}" "$prog" -p "$port" "$@" $server_extra \
 	> "$work/server.log" 2>&1 &
 pids+=($!)
 srv=$!
@@ -55,7 +55,7 @@ for _ in $(seq 1 200); do
 done
 
 echo "client: $prog -p $port $* 127.0.0.1"
-timeout -k 5 240 "$run" "${cli_env[@]}" "$prog" -p "$port" "$@" 127.0.0.1 \
+timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${cli_env[@]}" "$prog" -p "$port" "$@" 127.0.0.1 \
 	> "$work/client.log" 2>&1 &
 pids+=($!)
 cli=$!
