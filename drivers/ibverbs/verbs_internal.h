@@ -33,6 +33,7 @@ struct dv_conf {
 	char devargs[256];
 	char eal[512];
 	char fault[128];
+	char fault_tx[128];
 	char neigh[512];
 	uint32_t queues;
 	uint8_t ipv6[16];

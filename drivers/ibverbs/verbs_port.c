@@ -16,6 +16,7 @@
  *   DROCE_IPV6     an IPv6 address (GID 2)
  *   DROCE_NEIGH    static neighbours "IP=MAC[,IP=MAC...]"
  *   DROCE_FAULT    fault injection on receive "drop,dup,reorder,corrupt" ppm
+ *   DROCE_FAULT_TX the same on transmit
  * and the keys verbs_device.c reads (DROCE_NAME, DROCE_MAC, DROCE_IPV4,
  * DROCE_MTU).
  */
@@ -102,6 +103,8 @@ dv_conf_load(struct dv_device *d)
 		snprintf(c->eal, sizeof(c->eal), "%s", v);
 	if ((v = dv_conf_get("DROCE_FAULT")) != NULL)
 		snprintf(c->fault, sizeof(c->fault), "%s", v);
+	if ((v = dv_conf_get("DROCE_FAULT_TX")) != NULL)
+		snprintf(c->fault_tx, sizeof(c->fault_tx), "%s", v);
 	if ((v = dv_conf_get("DROCE_NEIGH")) != NULL)
 		snprintf(c->neigh, sizeof(c->neigh), "%s", v);
 	v = dv_conf_get("DROCE_QUEUES");
@@ -171,6 +174,22 @@ default_eal(char *buf, size_t len, const char *extra)
 		"--log-level=pmd:4 --log-level=user1:4 %s", cpu, extra);
 }
 
+/* "drop,dup,reorder,corrupt" in ppm */
+static void
+fault_parse(const char *s, struct droce_fault_conf *f, uint64_t salt)
+{
+	unsigned int dr = 0, du = 0, re = 0, co = 0;
+
+	if (s[0] == '\0')
+		return;
+	sscanf(s, "%u,%u,%u,%u", &dr, &du, &re, &co);
+	f->drop_ppm = dr;
+	f->dup_ppm = du;
+	f->reorder_ppm = re;
+	f->corrupt_ppm = co;
+	f->seed = (uint64_t)getpid() * 2654435761u + salt;
+}
+
 /* Start the port (first user) or take a reference. 0 or an errno. */
 int
 dv_port_get(struct dv_context *ctx)
@@ -204,16 +223,8 @@ dv_port_get(struct dv_context *ctx)
 			memcpy(pc.ipv6, d->conf.ipv6, 16);
 		pc.mtu = d->mtu;
 		pc.name = d->ibdev.name;
-		if (d->conf.fault[0]) {
-			unsigned int dr = 0, du = 0, re = 0, co = 0;
-
-			sscanf(d->conf.fault, "%u,%u,%u,%u", &dr, &du, &re, &co);
-			pc.fault_rx.drop_ppm = dr;
-			pc.fault_rx.dup_ppm = du;
-			pc.fault_rx.reorder_ppm = re;
-			pc.fault_rx.corrupt_ppm = co;
-			pc.fault_rx.seed = (uint64_t)getpid();
-		}
+		fault_parse(d->conf.fault, &pc.fault_rx, 1);
+		fault_parse(d->conf.fault_tx, &pc.fault_tx, 2);
 		d->port = droce_port_open(&pc);
 		if (d->port == NULL) {
 			rc = errno ? errno : ENODEV;

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# rxe-pair.sh DROCE-RUN DROCE-PCAP ROLE [options] -- PROGRAM ARGS...
+#
+# An unmodified verbs program (ibv_*_pingpong, perftest) between droce on
+# the host and the Linux kernel's Soft-RoCE (rdma_rxe) in a qemu guest
+# (../shared/rxe-peer), over a tap device of this test's own:
+#   ROLE droce-server: droce runs the server, rxe the client;
+#   ROLE droce-client: rxe runs the server, droce the client.
+# droce attaches to the tap with net_af_packet, with its own IP and MAC on
+# the tap's subnet; ARP resolves both ways (no static entries). The
+# programs' own TCP exchange goes to the host kernel's address on the tap.
+#
+# Options: --loss PPM     droce drops PPM/1e6 of the frames it receives and
+#                         of those it sends (its fault injection)
+#          --expect RE    droce's output must match RE (repeatable)
+#          --tag N        1..200: the tap, subnet and port of this test
+# Every frame droce sends is captured on the tap and checked: its ICRC
+# (droce-pcap --verify, and Scapy / zlib) and tshark's decoding (no
+# malformed packet, no expert warning). Passes when both sides exit 0, the
+# expectations hold and the capture is clean. Skips (77) only when qemu
+# cannot run at all.
+set -uo pipefail
+run=$1; pcaptool=$2; role=$3; shift 3
+loss=0
+tag=$(( ($$ % 200) + 1 ))
+expects=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--loss) loss=$2; shift 2 ;;
+	--expect) expects+=("$2"); shift 2 ;;
+	--tag) tag=$2; shift 2 ;;
+	--) shift; break ;;
+	*) echo "rxe-pair: bad argument $1" >&2; exit 2 ;;
+	esac
+done
+prog=$1; shift
+top=$(cd "$(dirname "$0")/../.." && pwd)
+peer_dir=${RXE_PEER_SRC:-$top/../shared/rxe-peer}
+peer="$peer_dir/run-rxe-peer.sh"
+export RXE_PEER_DIR=${RXE_PEER_DIR:-/var/tmp/rxe-peer}
+
+skip() { echo "SKIP: $*"; exit 77; }
+[ -x "$peer" ] || skip "no rxe peer at $peer_dir"
+command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 missing (qemu-system-x86)"
+command -v "$prog" >/dev/null || skip "$prog missing"
+[ -e /dev/net/tun ] || skip "no /dev/net/tun"
+
+# the guest image: built once, shared by every test (flock: one builder)
+mkdir -p "$RXE_PEER_DIR"
+(
+	flock 9
+	if [ ! -s "$RXE_PEER_DIR/img/vmlinuz" ]; then
+		"$peer" build >&2 || exit 1
+	fi
+) 9> "$RXE_PEER_DIR/.build.lock" || skip "the rxe guest image cannot be built"
+
+work=$(mktemp -d /tmp/droce-rxe.XXXXXX)
+tap="drxe$tag"
+net="10.78.$tag"
+host_ip="$net.1"; guest_ip="$net.2"; droce_ip="$net.3"
+droce_mac=$(printf '02:d0:ce:4e:%02x:03' "$tag")
+guest_mac=$(printf '52:54:00:4e:%02x:02' "$tag")
+port=$(( 20000 + tag * 7 + RANDOM % 7 ))
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	sleep 0.5
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	pkill -f "qemu-system-x86_64.*$tap" 2>/dev/null
+	ip link del "$tap" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+ip link del "$tap" 2>/dev/null
+ip tuntap add dev "$tap" mode tap || skip "cannot create a tap device"
+ip addr add "$host_ip/24" dev "$tap"
+ip link set "$tap" up
+
+# capture everything on the tap for the frame checks
+dumpcap -q -i "$tap" -w "$work/all.pcap" > "$work/dumpcap.log" 2>&1 &
+pids+=($!)
+sleep 1
+
+# qdisc_bypass=0: frames droce sends must pass the packet taps (capture)
+droce_env=("DROCE_DEVARGS=net_af_packet0,iface=$tap,framecnt=4096,qpairs=1,qdisc_bypass=0"
+	"DROCE_IPV4=$droce_ip" "DROCE_MAC=$droce_mac" DROCE_MTU=1500)
+if [ "$loss" -gt 0 ]; then
+	droce_env+=("DROCE_FAULT=$loss,0,0,0" "DROCE_FAULT_TX=$loss,0,0,0")
+fi
+guest() {	# guest CMD LOG: boot a guest, run CMD, power off
+	TAP=$tap HOST_IP="" GUEST_IP="$guest_ip/24" GUEST_MAC=$guest_mac \
+		TMPD="$work/guest" RUN_TIMEOUT=400 \
+		timeout -k 5 420 "$peer" run "$1" > "$2" 2>&1 < /dev/null
+}
+# rxe's device and RoCEv2 GID; perftest wants -d and -x, pingpong -d and -g
+case "$prog" in
+ib_*) gflag="-x 1" ;;
+*) gflag="-g 1" ;;
+esac
+
+echo "rxe-pair: $role $prog $* (tap $tap, droce $droce_ip, rxe $guest_ip, loss $loss ppm)"
+if [ "$role" = droce-server ]; then
+	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" $gflag -p "$port" "$@" \
+		> "$work/droce.log" 2>&1 &
+	pids+=($!); dpid=$!
+	for _ in $(seq 1 100); do
+		ss -ltn 2>/dev/null | grep -q "[:.]$port " && break
+		sleep 0.1
+	done
+	guest "$prog -d rxe0 $gflag -p $port $* $host_ip; rc=\$?; ip neigh show; exit \$rc" \
+		"$work/guest.log" &
+	pids+=($!); gpid=$!
+else
+	# the guest says when its server listens (a probe connection would
+	# be taken for the client)
+	phex=$(printf '%04X' "$port")
+	guest "$prog -d rxe0 $gflag -p $port $* > /tmp/srv.log 2>&1 & p=\$!; \
+		for i in \$(seq 1 300); do grep -q ':$phex 00000000:0000 0A' /proc/net/tcp && break; sleep 0.1; done; \
+		echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
+		"$work/guest.log" &
+	pids+=($!); gpid=$!
+	for _ in $(seq 1 1200); do
+		grep -q RXE-LISTENING "$work/guest.log" 2>/dev/null && break
+		kill -0 "$gpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" $gflag -p "$port" "$@" \
+		"$guest_ip" > "$work/droce.log" 2>&1 &
+	pids+=($!); dpid=$!
+fi
+wait "$dpid"; drc=$?
+wait "$gpid"
+grc=$(sed -n 's/.*RXE-CMD-EXIT=\([0-9]*\).*/\1/p' "$work/guest.log" | tail -1)
+sleep 1
+kill "${pids[0]}" 2>/dev/null; wait "${pids[0]}" 2>/dev/null
+
+echo "----- droce (exit $drc)"; cat "$work/droce.log"
+echo "----- rxe guest (exit ${grc:-none})"
+grep -v '^\[rxe-peer\]' "$work/guest.log" | tail -40
+fail=0
+[ "$drc" -eq 0 ] || { echo "FAIL: droce side exited $drc"; fail=1; }
+[ "${grc:-x}" = 0 ] || { echo "FAIL: rxe side exited ${grc:-without a result}"; fail=1; }
+for e in "${expects[@]}"; do
+	if grep -qE -- "$e" "$work/droce.log"; then
+		echo "ok: droce output matches /$e/"
+	else
+		echo "FAIL: droce output lacks /$e/"; fail=1
+	fi
+done
+
+# every RoCEv2 frame droce sent: ICRC and decoding
+tshark -r "$work/all.pcap" -Y "eth.src == $droce_mac && udp.dstport == 4791" \
+	-F pcap -w "$work/droce.pcap" 2>/dev/null
+n=$(tshark -r "$work/droce.pcap" 2>/dev/null | wc -l)
+m=$(tshark -r "$work/all.pcap" -Y "eth.src == $guest_mac && udp.dstport == 4791" 2>/dev/null | wc -l)
+echo "capture: $n RoCEv2 frames from droce, $m from rxe"
+if [ "$n" -eq 0 ] || [ "$m" -eq 0 ]; then
+	echo "FAIL: no RoCEv2 traffic captured in one direction"; fail=1
+elif ! "$pcaptool" --verify "$work/droce.pcap" > "$work/verify.log" 2>&1; then
+	tail -5 "$work/verify.log"; echo "FAIL: droce-pcap rejects droce's frames"; fail=1
+else
+	echo "ok: droce-pcap verifies every ICRC and re-encodes every frame"
+	/usr/bin/python3 "$top/test/tools/check-roce-pcap.py" "$work/droce.pcap" \
+		> "$work/check.log" 2>&1
+	rc=$?
+	tail -3 "$work/check.log"
+	case $rc in
+	0) echo "ok: tshark decodes droce's frames cleanly, Scapy agrees on ICRC" ;;
+	77) echo "note: tshark/scapy missing, decoding not checked" ;;
+	*) echo "FAIL: tshark/scapy found a problem"; fail=1 ;;
+	esac
+fi
+# ARP both ways, learned, not configured (no DROCE_NEIGH, no PEER_NEIGH):
+# droce learned rxe's MAC from rxe's answer to droce's request, or from
+# rxe's own request; rxe's kernel holds droce's MAC as a dynamic entry;
+# every request rxe sent for droce was answered.
+replied=$(tshark -r "$work/all.pcap" -Y "arp.opcode == 2 && eth.src == $guest_mac && arp.dst.proto_ipv4 == $droce_ip" 2>/dev/null | wc -l)
+asked=$(tshark -r "$work/all.pcap" -Y "arp.opcode == 1 && eth.src == $guest_mac && arp.dst.proto_ipv4 == $droce_ip" 2>/dev/null | wc -l)
+answered=$(tshark -r "$work/all.pcap" -Y "arp.opcode == 2 && eth.src == $droce_mac" 2>/dev/null | wc -l)
+echo "ARP: rxe answered droce $replied times, asked for droce $asked times, droce answered $answered"
+if [ "$replied" -gt 0 ] || [ "$asked" -gt 0 ]; then
+	echo "ok: droce learned rxe's MAC by ARP"
+else
+	echo "FAIL: droce did not learn rxe's MAC by ARP"; fail=1
+fi
+if grep -E "^$droce_ip dev eth0 lladdr $droce_mac" "$work/guest.log" | grep -qv PERMANENT; then
+	echo "ok: rxe's kernel learned droce's MAC dynamically"
+else
+	echo "FAIL: rxe's kernel has no dynamic neighbour entry for droce"; fail=1
+fi
+if [ "$asked" -gt 0 ] && [ "$answered" -eq 0 ]; then
+	echo "FAIL: droce did not answer rxe's ARP requests"; fail=1
+fi
+[ $fail -eq 0 ] && echo "PASS: $role $prog $*"
+exit $fail
