@@ -10,6 +10,7 @@
  */
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
@@ -531,6 +532,15 @@ ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	rc = droce_qp_modify(qp->tqp, attr, mask, avp);
 	ibqp->state = droce_qp_state(qp->tqp);
 	droce_port_unlock(port, qp->q);
+	if (rc && getenv("DROCE_DEBUG"))
+		fprintf(stderr, "droce: modify_qp %u mask %#x state %d: %s "
+			"(mtu %d rd_atomic %u dest_rd_atomic %u timeout %u "
+			"retry %u rnr_retry %u min_rnr %u access %#x)\n",
+			ibqp->qp_num, (unsigned int)mask, attr->qp_state,
+			strerror(-rc), attr->path_mtu, attr->max_rd_atomic,
+			attr->max_dest_rd_atomic, attr->timeout, attr->retry_cnt,
+			attr->rnr_retry, attr->min_rnr_timer,
+			attr->qp_access_flags);
 	return -rc;
 }
 

@@ -16,7 +16,7 @@
 #define TP_MAX_UNACKED_PSNS	128	/* requester window, as rxe */
 #define TP_MAX_PKT_PER_ACK	64	/* AckReq on every 64th middle packet */
 #define TP_TX_BATCH		32
-#define TP_MAX_RD_ATOMIC	16
+#define TP_MAX_RD_ATOMIC	128	/* as rxe: perftest uses the peer's */
 #define TP_KEY_SLOTS		(1u << 16)
 
 #define TP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -251,6 +251,7 @@ struct droce_qp {
 	uint8_t ack_syndrome;
 	int ack_is_nak;
 	struct tp_res res[TP_MAX_RD_ATOMIC];
+	int res_any;		/* some resource may have responses to send */
 	uint32_t res_next;	/* ring position */
 	uint32_t res_send;	/* oldest with pending responses */
 	int atomic_ack_pending;	/* index + 1 */

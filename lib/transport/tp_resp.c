@@ -280,14 +280,20 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	return 0;
 }
 
+/* Responder resources in use: max_dest_rd_atomic of them (at least one). */
+static inline unsigned int
+res_count(const struct droce_qp *qp)
+{
+	uint32_t n = qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
+
+	return n > TP_MAX_RD_ATOMIC ? TP_MAX_RD_ATOMIC : n;
+}
+
 static struct tp_res *
 res_alloc(struct droce_qp *qp)
 {
-	uint32_t n = qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
+	uint32_t n = res_count(qp);
 	struct tp_res *r;
-
-	if (n > TP_MAX_RD_ATOMIC)
-		n = TP_MAX_RD_ATOMIC;
 	/* A ring: the oldest is recycled, as rxe does, without a NAK. */
 	r = &qp->res[qp->res_next % n];
 	qp->res_next = (qp->res_next + 1) % n;
@@ -331,6 +337,7 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->cur_psn = pkt->psn;
 	r->sent = 0;
 	r->pending = 1;
+	qp->res_any = 1;
 	r->msn = qp->msn;
 	qp->epsn = droce_psn_add(pkt->psn, npsn);
 	return 0;
@@ -368,6 +375,7 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->orig = orig;
 	r->msn = qp->msn;
 	r->pending = 1;
+	qp->res_any = 1;
 	qp->epsn = droce_psn_add(pkt->psn, 1);
 	return 0;
 }
@@ -378,7 +386,7 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
 	unsigned int i;
 
-	for (i = 0; i < TP_MAX_RD_ATOMIC; i++) {
+	for (i = 0; i < res_count(qp); i++) {
 		struct tp_res *r = &qp->res[i];
 		int32_t d;
 
@@ -387,6 +395,7 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		if (f & DROCE_OPF_ATOMIC) {
 			if (r->is_atomic && r->first_psn == pkt->psn) {
 				r->pending = 1;
+				qp->res_any = 1;
 				qp->st.atomic_replays++;
 				return;
 			}
@@ -405,6 +414,7 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		r->cur_psn = pkt->psn;
 		r->sent = (uint32_t)d * qp->mtu;
 		r->pending = 1;
+		qp->res_any = 1;
 		qp->st.read_replays++;
 		return;
 	}
@@ -602,7 +612,9 @@ tp_resp_busy(const struct droce_qp *qp)
 
 	if (qp->ack_pending)
 		return 1;
-	for (i = 0; i < TP_MAX_RD_ATOMIC; i++)
+	if (!qp->res_any)
+		return 0;
+	for (i = 0; i < res_count(qp); i++)
 		if (qp->res[i].valid && qp->res[i].pending)
 			return 1;
 	return 0;
@@ -611,14 +623,14 @@ tp_resp_busy(const struct droce_qp *qp)
 int
 tp_resp_progress(struct droce_qp *qp)
 {
-	unsigned int i, n = TP_MAX_RD_ATOMIC, k;
+	unsigned int i, n = res_count(qp), k;
 	int sent = 0;
 
 	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_ERR ||
 			qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
 		return 0;
 	/* Responses in PSN order: oldest resource first. */
-	for (k = 0; k < n; k++) {
+	for (k = 0; qp->res_any && k < n; k++) {
 		struct tp_res *r;
 		uint32_t oldest = 0;
 		int found = 0;
@@ -631,8 +643,10 @@ tp_resp_progress(struct droce_qp *qp)
 				found = 1;
 			}
 		}
-		if (!found)
+		if (!found) {
+			qp->res_any = 0;	/* nothing left to send */
 			break;
+		}
 		for (i = 0; i < n; i++) {
 			r = &qp->res[i];
 			if (!(r->valid && r->pending && r->cur_psn == oldest))

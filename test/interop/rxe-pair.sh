@@ -85,7 +85,7 @@ sleep 1
 
 # qdisc_bypass=0: frames droce sends must pass the packet taps (capture)
 droce_env=("DROCE_DEVARGS=net_af_packet0,iface=$tap,framecnt=4096,qpairs=1,qdisc_bypass=0"
-	"DROCE_IPV4=$droce_ip" "DROCE_MAC=$droce_mac" DROCE_MTU=1500)
+	"DROCE_IPV4=$droce_ip" "DROCE_MAC=$droce_mac" DROCE_MTU=1500 DROCE_DEBUG=1)
 if [ "$loss" -gt 0 ]; then
 	droce_env+=("DROCE_FAULT=$loss,0,0,0" "DROCE_FAULT_TX=$loss,0,0,0")
 fi

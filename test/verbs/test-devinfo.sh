@@ -41,15 +41,19 @@ expect "$out" "link_layer:[[:space:]]+Ethernet" "link layer Ethernet"
 expect "$out" "active_mtu:[[:space:]]+1024 \(3\)" "active_mtu 1024 for a 1500 port"
 expect "$out" "GID\[  0\]:[[:space:]]+fe80::11:22ff:fe33:4455, RoCE v2" "GID 0 link-local"
 expect "$out" "GID\[  1\]:[[:space:]]+::ffff:10.1.2.3, RoCE v2" "GID 1 IPv4-mapped"
-expect "$out" "max_qp_rd_atom:[[:space:]]+16" "limits droce enforces"
+expect "$out" "max_qp_rd_atom:[[:space:]]+128" "limits droce enforces (128 READs/atomics, as rxe)"
 
 env DROCE_MTU=9000 DROCE_IPV4=10.1.2.3 "$run" ibv_devinfo > "$out" 2>&1
 expect "$out" "active_mtu:[[:space:]]+4096 \(5\)" "active_mtu 4096 for a 9000 port"
 
 # every symbol these binaries import exists with its version node
 lib=$("$run" sh -c 'echo $LD_LIBRARY_PATH' | cut -d: -f1)/libibverbs.so.1
-for b in ibv_devinfo ibv_devices; do
-	objdump -T "$(command -v $b)" | awk '/\*UND\*/ && /IBVERBS/ {print $(NF-1), $NF}' |
+for b in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_ud_pingpong \
+		ibv_srq_pingpong ib_write_bw ib_read_lat ib_atomic_bw \
+		/usr/lib/x86_64-linux-gnu/librdmacm.so.1; do
+	[ -e "$b" ] || command -v "$b" >/dev/null || continue
+	f=$b; [ -e "$f" ] || f=$(command -v "$b")
+	objdump -T "$f" | awk '/\*UND\*/ && /IBVERBS/ {print $(NF-1), $NF}' |
 	while read -r ver sym; do
 		ver=${ver#(}; ver=${ver%)}
 		if objdump -T "$lib" | awk 'NF >= 2 && !/\*UND\*/ {print $(NF-1), $NF}' |
@@ -60,4 +64,17 @@ for b in ibv_devinfo ibv_devices; do
 	done || fail=1
 done
 [ $fail = 0 ] && echo "ok: imported symbols and versions all present"
+
+# rdma-core 44's whole public list (the system library's default versions)
+sys=/usr/lib/x86_64-linux-gnu/libibverbs.so.1
+if [ -e "$sys" ]; then
+	missing=$(comm -23 \
+		<(objdump -T "$sys" | awk '!/\*UND\*/ && / DF / && $(NF-1) ~ /^IBVERBS_1/ {print $(NF-1), $NF}' | sort -u) \
+		<(objdump -T "$lib" | awk '!/\*UND\*/ && / DF / {print $(NF-1), $NF}' | sort -u))
+	if [ -n "$missing" ]; then
+		echo "FAIL: rdma-core public symbols missing: $missing"; fail=1
+	else
+		echo "ok: every public symbol of rdma-core 44 exists with its version"
+	fi
+fi
 exit $fail
