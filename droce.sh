@@ -15,7 +15,8 @@ BUILD_ASAN=${DROCE_BUILD_ASAN:-build-asan}
 PACKAGES=(dpdk-dev libdpdk-dev meson ninja-build pkg-config libnuma-dev
 	libpcap-dev libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 	perftest tshark python3-scapy clang libclang-rt-14-dev nftables
-	iproute2 python3 gcc)
+	iproute2 python3 gcc libbsd-dev
+	qemu-system-x86 cpio xz-utils gzip)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
