@@ -1,0 +1,570 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * The verbs API's documented behaviour on droce's libibverbs.so.1, where no
+ * Debian binary exercises it: built against the system's libibverbs (as any
+ * verbs program) and run through droce-run on a loopback port (net_ring:
+ * what a port sends, it receives), QPs of one process talking to each other.
+ *
+ *  - ibv_post_send: EINVAL with *bad_wr at the bad WR, those before posted;
+ *    a QP in RESET refuses everything;
+ *  - completion channel: O_NONBLOCK gives EAGAIN, poll() wakes on an event,
+ *    solicited-only arming ignores unsolicited completions, a blocking
+ *    ibv_get_cq_event returns because droce progresses while we sleep;
+ *  - ibv_wr_*: wr_complete posts all or nothing; unsupported send_ops_flags
+ *    fail QP creation;
+ *  - ibv_cq_ex: start/next/end_poll and the read_* accessors; ENOENT;
+ *  - async events: SRQ limit through ibv_get_async_event (async_fd polled);
+ *  - MR access rules; a bad rkey completes with REM_ACCESS_ERR and flushes
+ *    what follows.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include <infiniband/verbs.h>
+
+static int failed, passed;
+
+#define CHECK(cond, ...) do { \
+	if (cond) { \
+		passed++; \
+		printf("ok: "); \
+	} else { \
+		failed++; \
+		printf("FAIL (%s:%d): ", __FILE__, __LINE__); \
+	} \
+	printf(__VA_ARGS__); \
+	printf("\n"); \
+} while (0)
+
+#define BUF 65536
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static uint8_t *buf;
+
+static int
+to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			IBV_ACCESS_LOCAL_WRITE,
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+		IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+}
+
+static int
+to_rts(struct ibv_qp *qp, uint32_t dqpn)
+{
+	struct ibv_qp_attr a;
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	if (ibv_query_gid(ctx, 1, 1, &a.ah_attr.grh.dgid))
+		return -1;
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+		IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+		IBV_QP_MIN_RNR_TIMER);
+	if (rc)
+		return rc;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 100;
+	a.timeout = 10;
+	a.retry_cnt = 3;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+		IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static struct ibv_qp *
+make_qp(struct ibv_cq *scq, struct ibv_cq *rcq, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq, .recv_cq = rcq, .srq = srq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 2,
+			.max_recv_sge = 2, .max_inline_data = 64 },
+	};
+
+	return ibv_create_qp(pd, &ia);
+}
+
+/* Take whatever completions are left (after a moment). */
+static void
+drain(struct ibv_cq *cq)
+{
+	struct ibv_wc wc[16];
+
+	usleep(100000);
+	while (ibv_poll_cq(cq, 16, wc) > 0)
+		;
+}
+
+/* Poll cq until n completions or timeout_ms; returns how many. */
+static int
+poll_n(struct ibv_cq *cq, struct ibv_wc *wc, int n, int timeout_ms)
+{
+	struct timespec t0, t;
+	int got = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < n) {
+		int r = ibv_poll_cq(cq, n - got, wc + got);
+
+		if (r < 0)
+			return got;
+		got += r;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 +
+				(t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms)
+			break;
+	}
+	return got;
+}
+
+static int
+post_recv(struct ibv_qp *qp, uint64_t id, size_t off, uint32_t len)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)(buf + off), .length = len,
+		.lkey = mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(qp, &w, &bad);
+}
+
+static int
+post_send(struct ibv_qp *qp, uint64_t id, size_t off, uint32_t len,
+		unsigned int flags)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)(buf + off), .length = len,
+		.lkey = mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED | flags }, *bad;
+
+	return ibv_post_send(qp, &w, &bad);
+}
+
+static void
+test_post_rules(struct ibv_qp *a, struct ibv_qp *b, struct ibv_cq *cqa)
+{
+	struct ibv_sge s[3] = {
+		{ .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey },
+		{ .addr = (uintptr_t)buf + 8, .length = 8, .lkey = mr->lkey },
+		{ .addr = (uintptr_t)buf + 16, .length = 8, .lkey = mr->lkey },
+	};
+	struct ibv_send_wr w[3], *bad = NULL;
+	struct ibv_wc wc[4];
+	int rc, i;
+
+	memset(w, 0, sizeof(w));
+	for (i = 0; i < 3; i++) {
+		w[i].wr_id = 10 + i;
+		w[i].opcode = IBV_WR_RDMA_WRITE;
+		w[i].send_flags = IBV_SEND_SIGNALED;
+		w[i].wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+		w[i].wr.rdma.rkey = mr->rkey;
+		w[i].sg_list = s;
+		w[i].num_sge = 1;
+		w[i].next = i < 2 ? &w[i + 1] : NULL;
+	}
+	w[1].num_sge = 3;	/* more than max_send_sge (2) */
+	rc = ibv_post_send(a, w, &bad);
+	CHECK(rc == EINVAL && bad == &w[1],
+		"ibv_post_send: EINVAL at the WR with too many SGEs, bad_wr there (rc %d)", rc);
+	CHECK(poll_n(cqa, wc, 2, 1000) == 1 && wc[0].wr_id == 10 &&
+		wc[0].status == IBV_WC_SUCCESS,
+		"the WR before it was posted and completed, the ones after were not");
+	(void)b;
+}
+
+static void
+test_channel(struct ibv_qp *a, struct ibv_qp *b, struct ibv_cq *cqb,
+		struct ibv_comp_channel *ch)
+{
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx = NULL;
+	struct ibv_wc wc[4];
+	struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+	int fl = fcntl(ch->fd, F_GETFL);
+	int rc;
+
+	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+	errno = 0;
+	rc = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+	CHECK(rc == -1 && errno == EAGAIN,
+		"non-blocking channel without an event: -1, EAGAIN");
+
+	/* solicited only: an unsolicited SEND completes but wakes nobody */
+	CHECK(ibv_req_notify_cq(cqb, 1) == 0, "ibv_req_notify_cq(solicited only)");
+	post_recv(b, 1, 8192, 64);
+	post_recv(b, 2, 8192 + 64, 64);
+	post_send(a, 100, 0, 32, 0);
+	CHECK(poll(&pfd, 1, 500) == 0, "unsolicited completion: no event on the channel fd");
+	CHECK(poll_n(cqb, wc, 1, 2000) == 1 && wc[0].wr_id == 1,
+		"the unsolicited message arrived");
+	post_send(a, 101, 0, 32, IBV_SEND_SOLICITED);
+	CHECK(poll(&pfd, 1, 3000) == 1 && (pfd.revents & POLLIN),
+		"solicited completion: poll() on the channel fd wakes");
+	rc = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+	CHECK(rc == 0 && ev_cq == cqb && ev_ctx == (void *)0xcb,
+		"ibv_get_cq_event names the CQ and its context");
+	ibv_ack_cq_events(ev_cq, 1);
+	CHECK(poll_n(cqb, wc, 1, 2000) == 1 && wc[0].wr_id == 2 &&
+		(wc[0].wc_flags & IBV_WC_WITH_IMM) == 0,
+		"the solicited message is there");
+
+	/* blocking: we sleep in read(); droce's thread makes the progress */
+	fcntl(ch->fd, F_SETFL, fl);
+	ibv_req_notify_cq(cqb, 0);
+	post_recv(b, 3, 8192, 64);
+	post_send(a, 102, 0, 32, 0);
+	rc = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+	CHECK(rc == 0 && ev_cq == cqb, "blocking ibv_get_cq_event returns (progress while asleep)");
+	ibv_ack_cq_events(ev_cq, 1);
+	CHECK(poll_n(cqb, wc, 1, 2000) == 1 && wc[0].wr_id == 3, "and the completion is there");
+}
+
+static void
+test_wr_api(struct ibv_cq *cqa, struct ibv_cq *cqb, struct ibv_qp *peer_b)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *q;
+	struct ibv_qp_ex *qx;
+	struct ibv_wc wc[4];
+	struct ibv_sge sl[3];
+	int rc, i;
+
+	memset(&ax, 0, sizeof(ax));
+	ax.send_cq = cqa;
+	ax.recv_cq = cqa;
+	ax.qp_type = IBV_QPT_RC;
+	ax.cap.max_send_wr = 16;
+	ax.cap.max_recv_wr = 16;
+	ax.cap.max_send_sge = 2;
+	ax.cap.max_recv_sge = 1;
+	ax.cap.max_inline_data = 64;
+	ax.pd = pd;
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND |
+		IBV_QP_EX_WITH_TSO;
+	errno = 0;
+	q = ibv_create_qp_ex(ctx, &ax);
+	CHECK(q == NULL && errno == EOPNOTSUPP,
+		"create_qp_ex with an unsupported send_ops_flags (TSO) fails, EOPNOTSUPP");
+	ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND;
+	q = ibv_create_qp_ex(ctx, &ax);
+	CHECK(q != NULL, "create_qp_ex with WRITE|SEND");
+	if (q == NULL)
+		return;
+	qx = ibv_qp_to_qp_ex(q);
+	CHECK(qx != NULL, "ibv_qp_to_qp_ex");
+	if (to_init(q) || to_init(peer_b) || to_rts(q, peer_b->qp_num) ||
+			to_rts(peer_b, q->qp_num)) {
+		CHECK(0, "connect the ibv_wr_* QP");
+		return;
+	}
+	memset(buf + 16384, 0, 256);
+	memset(buf, 0x5a, 256);
+	/* a bad WR in the middle: nothing at all is posted */
+	ibv_wr_start(qx);
+	qx->wr_id = 1;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(qx, mr->rkey, (uintptr_t)buf + 16384);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
+	qx->wr_id = 2;
+	ibv_wr_rdma_write(qx, mr->rkey, (uintptr_t)buf + 16384 + 16);
+	for (i = 0; i < 3; i++)
+		sl[i] = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 4,
+			.lkey = mr->lkey };
+	ibv_wr_set_sge_list(qx, 3, sl);		/* > max_send_sge */
+	rc = ibv_wr_complete(qx);
+	CHECK(rc == EINVAL, "wr_complete reports the bad setter (rc %d)", rc);
+	CHECK(poll_n(cqa, wc, 1, 500) == 0 && buf[16384] == 0,
+		"and posted nothing, not even the good WR before it");
+	/* abort discards */
+	ibv_wr_start(qx);
+	qx->wr_id = 3;
+	ibv_wr_rdma_write(qx, mr->rkey, (uintptr_t)buf + 16384);
+	ibv_wr_set_sge(qx, mr->lkey, (uintptr_t)buf, 16);
+	ibv_wr_abort(qx);
+	CHECK(poll_n(cqa, wc, 1, 300) == 0, "wr_abort discards");
+	/* a good batch: three WRs, inline data copied at the setter */
+	ibv_wr_start(qx);
+	for (i = 0; i < 3; i++) {
+		char tmp[16];
+
+		memset(tmp, 'a' + i, sizeof(tmp));
+		qx->wr_id = 10 + (uint64_t)i;
+		ibv_wr_rdma_write(qx, mr->rkey, (uintptr_t)buf + 16384 + 16 * i);
+		ibv_wr_set_inline_data(qx, tmp, sizeof(tmp));
+		memset(tmp, 0, sizeof(tmp));	/* reuse at once: allowed */
+	}
+	rc = ibv_wr_complete(qx);
+	CHECK(rc == 0, "wr_complete of three inline WRITEs");
+	rc = poll_n(cqa, wc, 3, 3000);
+	CHECK(rc == 3 && wc[0].wr_id == 10 && wc[2].wr_id == 12 &&
+		wc[1].status == IBV_WC_SUCCESS, "three completions in order");
+	CHECK(buf[16384] == 'a' && buf[16384 + 16] == 'b' && buf[16384 + 47] == 'c',
+		"the inline data landed (copied when set)");
+	ibv_destroy_qp(q);
+	(void)cqb;
+}
+
+static void
+test_cq_ex(struct ibv_qp *a)
+{
+	struct ibv_cq_init_attr_ex ca;
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_cq_ex *cx;
+	struct ibv_qp *r;
+	struct ibv_cq *scq;
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 24, .lkey = 0 };
+	struct ibv_send_wr w, *bad;
+	int rc, n;
+
+	memset(&ca, 0, sizeof(ca));
+	ca.cqe = 64;
+	ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+	errno = 0;
+	cx = ibv_create_cq_ex(ctx, &ca);
+	CHECK(cx == NULL && errno == EOPNOTSUPP,
+		"create_cq_ex with completion timestamps: EOPNOTSUPP");
+	ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
+		IBV_WC_EX_WITH_QP_NUM;
+	cx = ibv_create_cq_ex(ctx, &ca);
+	CHECK(cx != NULL, "create_cq_ex with byte_len, imm, qp_num");
+	if (cx == NULL)
+		return;
+	CHECK(ibv_start_poll(cx, &pa) == ENOENT, "start_poll on an empty CQ: ENOENT");
+	scq = ibv_cq_ex_to_cq(cx);
+	r = make_qp(scq, scq, NULL);
+	if (r == NULL || to_init(r) || to_init(a) || to_rts(r, a->qp_num) ||
+			to_rts(a, r->qp_num)) {
+		CHECK(0, "connect the cq_ex QP");
+		return;
+	}
+	post_recv(r, 7, 24576, 64);
+	post_recv(r, 8, 24576 + 64, 64);
+	s.lkey = mr->lkey;
+	memset(&w, 0, sizeof(w));
+	w.opcode = IBV_WR_SEND_WITH_IMM;
+	w.imm_data = htonl(0x12345678);
+	w.sg_list = &s;
+	w.num_sge = 1;
+	rc = ibv_post_send(a, &w, &bad);
+	w.imm_data = htonl(0x9abcdef0);
+	rc |= ibv_post_send(a, &w, &bad);
+	CHECK(rc == 0, "two SEND_WITH_IMM posted");
+	for (n = 0; n < 200000; n++) {
+		rc = ibv_start_poll(cx, &pa);
+		if (rc != ENOENT)
+			break;
+	}
+	CHECK(rc == 0 && cx->wr_id == 7 && cx->status == IBV_WC_SUCCESS &&
+		ibv_wc_read_opcode(cx) == IBV_WC_RECV &&
+		ibv_wc_read_byte_len(cx) == 24 &&
+		ntohl(ibv_wc_read_imm_data(cx)) == 0x12345678 &&
+		ibv_wc_read_qp_num(cx) == r->qp_num &&
+		(ibv_wc_read_wc_flags(cx) & IBV_WC_WITH_IMM),
+		"start_poll: wr_id, status, opcode, byte_len, imm, qp_num, flags");
+	for (n = 0; n < 200000; n++) {
+		rc = ibv_next_poll(cx);
+		if (rc != ENOENT)
+			break;
+	}
+	CHECK(rc == 0 && cx->wr_id == 8 &&
+		ntohl(ibv_wc_read_imm_data(cx)) == 0x9abcdef0, "next_poll: the second");
+	ibv_end_poll(cx);
+	CHECK(ibv_start_poll(cx, &pa) == ENOENT, "then ENOENT");
+	ibv_destroy_qp(r);
+	ibv_destroy_cq(scq);
+}
+
+static void
+test_srq_limit(struct ibv_cq *cq)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq_attr lim = { .srq_limit = 2 };
+	struct ibv_async_event ev;
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_qp *c, *d;
+	struct ibv_wc wc[8];
+	struct pollfd pfd = { .fd = ctx->async_fd, .events = POLLIN };
+	int i;
+
+	CHECK(srq != NULL, "ibv_create_srq");
+	if (srq == NULL)
+		return;
+	for (i = 0; i < 4; i++) {
+		struct ibv_sge s = { .addr = (uintptr_t)buf + 32768 + 64 * i,
+			.length = 64, .lkey = mr->lkey };
+		struct ibv_recv_wr w = { .wr_id = 50 + i, .sg_list = &s,
+			.num_sge = 1 }, *bad;
+
+		ibv_post_srq_recv(srq, &w, &bad);
+	}
+	CHECK(ibv_modify_srq(srq, &lim, IBV_SRQ_LIMIT) == 0, "arm the SRQ limit at 2");
+	c = make_qp(cq, cq, srq);
+	d = make_qp(cq, cq, NULL);
+	if (c == NULL || d == NULL || to_init(c) || to_init(d) ||
+			to_rts(c, d->qp_num) || to_rts(d, c->qp_num)) {
+		CHECK(0, "connect the SRQ QPs");
+		return;
+	}
+	CHECK(poll(&pfd, 1, 200) == 0, "no async event yet");
+	for (i = 0; i < 3; i++)
+		post_send(d, 60 + i, 0, 16, 0);
+	poll_n(cq, wc, 6, 3000);
+	CHECK(poll(&pfd, 1, 3000) == 1, "async_fd readable after the SRQ fell below its limit");
+	CHECK(ibv_get_async_event(ctx, &ev) == 0 &&
+		ev.event_type == IBV_EVENT_SRQ_LIMIT_REACHED && ev.element.srq == srq,
+		"ibv_get_async_event: SRQ_LIMIT_REACHED for our SRQ");
+	ibv_ack_async_event(&ev);
+	ibv_destroy_qp(c);
+	ibv_destroy_qp(d);
+	CHECK(ibv_destroy_srq(srq) == 0, "ibv_destroy_srq");
+}
+
+static void
+test_errors(struct ibv_qp *a, struct ibv_qp *b, struct ibv_cq *cqa)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	struct ibv_send_wr w[2], *bad;
+	struct ibv_wc wc[2];
+	struct ibv_mr *m;
+
+	errno = 0;
+	m = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE);
+	CHECK(m == NULL && errno == EINVAL,
+		"ibv_reg_mr: remote write without local write, EINVAL");
+	errno = 0;
+	m = ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND);
+	CHECK(m == NULL && errno == EOPNOTSUPP, "ibv_reg_mr: on-demand paging, EOPNOTSUPP");
+
+	memset(w, 0, sizeof(w));
+	w[0].wr_id = 70;
+	w[0].opcode = IBV_WR_RDMA_WRITE;
+	w[0].send_flags = IBV_SEND_SIGNALED;
+	w[0].wr.rdma.remote_addr = (uintptr_t)buf;
+	w[0].wr.rdma.rkey = mr->rkey ^ 0x5500;	/* no such key */
+	w[0].sg_list = &s;
+	w[0].num_sge = 1;
+	w[0].next = &w[1];
+	w[1] = w[0];
+	w[1].wr_id = 71;
+	w[1].wr.rdma.rkey = mr->rkey;
+	w[1].next = NULL;
+	CHECK(ibv_post_send(a, w, &bad) == 0, "post a WRITE with a bad rkey, then a good one");
+	CHECK(poll_n(cqa, wc, 2, 5000) == 2 && wc[0].wr_id == 70 &&
+		wc[0].status == IBV_WC_REM_ACCESS_ERR && wc[1].wr_id == 71 &&
+		wc[1].status == IBV_WC_WR_FLUSH_ERR,
+		"REM_ACCESS_ERR (%s), then WR_FLUSH_ERR for the next",
+		ibv_wc_status_str(wc[0].status));
+	{
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		CHECK(ibv_query_qp(a, &qa, IBV_QP_STATE, &qi) == 0 &&
+			qa.qp_state == IBV_QPS_ERR, "the requester QP is in ERR");
+	}
+	(void)b;
+}
+
+int
+main(void)
+{
+	struct ibv_device **list;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cqa, *cqb;
+	struct ibv_qp *a, *b, *reset_qp;
+	struct ibv_send_wr w, *bad = NULL;
+	int n;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	list = ibv_get_device_list(&n);
+	if (list == NULL || n < 1) {
+		printf("FAIL: no device\n");
+		return 1;
+	}
+	ctx = ibv_open_device(list[0]);
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	if (pd == NULL) {
+		printf("FAIL: open %s / alloc_pd: %s\n", ibv_get_device_name(list[0]),
+			strerror(errno));
+		return 1;
+	}
+	buf = aligned_alloc(4096, BUF);
+	memset(buf, 0, BUF);
+	mr = ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE |
+		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	ch = ibv_create_comp_channel(ctx);
+	cqa = ibv_create_cq(ctx, 256, (void *)0xca, NULL, 0);
+	cqb = ibv_create_cq(ctx, 256, (void *)0xcb, ch, 0);
+	a = make_qp(cqa, cqa, NULL);
+	b = make_qp(cqb, cqb, NULL);
+	reset_qp = make_qp(cqa, cqa, NULL);
+	if (!mr || !ch || !cqa || !cqb || !a || !b || !reset_qp) {
+		printf("FAIL: resources: %s\n", strerror(errno));
+		return 1;
+	}
+	memset(&w, 0, sizeof(w));
+	w.opcode = IBV_WR_SEND;
+	CHECK(ibv_post_send(reset_qp, &w, &bad) == EINVAL && bad == &w,
+		"ibv_post_send on a RESET QP: EINVAL, bad_wr = the first WR");
+	CHECK(ibv_destroy_comp_channel(ch) == EBUSY, "a channel in use cannot be destroyed");
+	if (to_init(a) || to_init(b) || to_rts(a, b->qp_num) || to_rts(b, a->qp_num)) {
+		printf("FAIL: connect: %s\n", strerror(errno));
+		return 1;
+	}
+	test_post_rules(a, b, cqa);
+	test_channel(a, b, cqb, ch);
+	drain(cqa);
+	test_errors(a, b, cqa);
+	drain(cqa);
+	/* a is in ERR now: reset and reuse the others */
+	ibv_destroy_qp(a);
+	a = make_qp(cqa, cqa, NULL);
+	test_wr_api(cqa, cqb, a);
+	ibv_destroy_qp(a);
+	a = make_qp(cqa, cqa, NULL);
+	test_cq_ex(a);
+	drain(cqa);
+	test_srq_limit(cqa);
+
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+	ibv_destroy_qp(reset_qp);
+	CHECK(ibv_destroy_cq(cqa) == 0 && ibv_destroy_cq(cqb) == 0, "destroy CQs");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy the channel");
+	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "dereg MR, dealloc PD");
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
