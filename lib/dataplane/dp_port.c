@@ -38,12 +38,15 @@ static uint64_t tsc_hz;
 uint64_t
 droce_now_ns(void)
 {
+	static uint64_t mult;	/* ns per cycle, 32.32 fixed point */
 	uint64_t c = rte_get_tsc_cycles();
 
-	if (tsc_hz == 0)
+	if (mult == 0) {
 		tsc_hz = rte_get_tsc_hz();
-	/* split to avoid overflow: whole seconds, then the remainder */
-	return c / tsc_hz * 1000000000ull + c % tsc_hz * 1000000000ull / tsc_hz;
+		mult = (uint64_t)(((unsigned __int128)1000000000ull << 32) / tsc_hz);
+	}
+	/* a multiply, not three divisions: this runs on every pass */
+	return (uint64_t)(((unsigned __int128)c * mult) >> 32);
 }
 
 void
@@ -320,6 +323,9 @@ droce_port_progress_locked(struct droce_port *p, uint32_t qi)
 void
 droce_port_lock(struct droce_port *p, uint32_t q)
 {
+	/* the application wants this queue: the thread keeps off it, also
+	 * while we wait for the lock it holds */
+	p->q[q].app_poll_tsc = rte_rdtsc();
 	rte_spinlock_lock(&p->q[q].lock);
 }
 
