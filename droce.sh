@@ -16,7 +16,7 @@ PACKAGES=(dpdk-dev libdpdk-dev meson ninja-build pkg-config libnuma-dev
 	libpcap-dev libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
 	perftest tshark python3-scapy clang libclang-rt-14-dev nftables
 	iproute2 python3 gcc libbsd-dev
-	qemu-system-x86 cpio xz-utils gzip iputils-ping procps)
+	qemu-system-x86 cpio xz-utils gzip procps)
 
 log() { printf '==> %s\n' "$*" >&2; }
 
