@@ -313,7 +313,7 @@ wr_complete(struct ibv_qp_ex *q)
 
 	if (rc == 0 && qp->nwr > 0) {
 		qp->wrs[qp->nwr - 1].next = NULL;
-		droce_port_lock(port, qp->q);
+		droce_port_lock_driving(port, qp->q);
 		rc = droce_qp_post_send_all(qp->tqp, qp->wrs, &bad);
 		droce_port_progress_locked(port, qp->q);
 		droce_port_unlock(port, qp->q);

@@ -26,7 +26,7 @@ dv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	struct droce_port *port = port_of(qp->ctx);
 	int rc;
 
-	droce_port_lock(port, qp->q);
+	droce_port_lock_driving(port, qp->q);
 	rc = droce_qp_post_send(qp->tqp, wr, bad_wr);
 	droce_port_progress_locked(port, qp->q);
 	droce_port_unlock(port, qp->q);
@@ -72,7 +72,7 @@ dv_cq_take(struct dv_cq *cq, struct ibv_wc *wc, int n)
 	struct droce_port *port = port_of(cq->ctx);
 	int got;
 
-	droce_port_lock(port, cq->q);
+	droce_port_lock_driving(port, cq->q);
 	droce_port_progress_locked(port, cq->q);
 	got = droce_cq_poll(cq->tcq, wc, n);
 	droce_port_unlock(port, cq->q);

@@ -170,7 +170,7 @@ dv_bind_mw(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 	uint32_t rkey;
 	int rc;
 
-	droce_port_lock(port, qp->q);
+	droce_port_lock_driving(port, qp->q);
 	rc = droce_mw_bind1(qp->tqp, droce_mw_from_ibv(mw), bind, &rkey);
 	droce_port_progress_locked(port, qp->q);
 	droce_port_unlock(port, qp->q);

@@ -283,7 +283,8 @@ dv_resolve(struct dv_context *ctx, const struct ibv_ah_attr *ah,
 	av->tclass = ah->grh.traffic_class;
 	av->hop_limit = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
 	av->flow_label = ah->grh.flow_label;
-	rc = droce_port_resolve(d->port, av->dgid, av->dmac, 3000);
+	/* generous: a link whose peer process just started may take seconds */
+	rc = droce_port_resolve(d->port, av->dgid, av->dmac, 10000);
 	if (rc != 0) {
 		char s[INET6_ADDRSTRLEN];
 

@@ -69,10 +69,16 @@ wait_wc(struct droce_port *port, struct droce_cq *cq, struct ibv_wc *wc)
 		droce_port_lock(port, 0);
 		n = droce_cq_poll(cq, wc, 1);
 		droce_port_unlock(port, 0);
-		if (n == 1)
-			return wc->status == IBV_WC_SUCCESS ? 0 : -1;
+		if (n == 1) {
+			if (wc->status == IBV_WC_SUCCESS)
+				return 0;
+			fprintf(stderr, "completion error: %s\n",
+				droce_wc_status_str(wc->status));
+			return -1;
+		}
 		usleep(10);
 	}
+	fprintf(stderr, "no completion\n");
 	return -1;
 }
 

@@ -87,6 +87,7 @@ struct droce_port {
 	/* progress thread */
 	pthread_t thread;
 	int thread_running;
+	int closed;			/* the ethdev is stopped and closed */
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;
 	volatile int stop;

@@ -20,6 +20,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 
+#include <rte_alarm.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ether.h>
@@ -323,7 +324,13 @@ droce_port_progress_locked(struct droce_port *p, uint32_t qi)
 void
 droce_port_lock(struct droce_port *p, uint32_t q)
 {
-	/* the application wants this queue: the thread keeps off it, also
+	rte_spinlock_lock(&p->q[q].lock);
+}
+
+void
+droce_port_lock_driving(struct droce_port *p, uint32_t q)
+{
+	/* the application drives this queue: the thread keeps off it, also
 	 * while we wait for the lock it holds */
 	p->q[q].app_poll_tsc = rte_rdtsc();
 	rte_spinlock_lock(&p->q[q].lock);
@@ -387,6 +394,11 @@ progress_thread(void *arg)
 
 	/* short sleeps must stay short: 1 us of timer slack, not 50 */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	/* an lcore id of its own gives this thread mempool caches (without
+	 * one, every mbuf comes from the pool's ring) */
+	if (rte_thread_register() != 0)
+		DP_LOG(DEBUG, "progress thread without an lcore id: %s",
+			rte_strerror(rte_errno));
 	droce_now_ns();		/* sets tsc_hz */
 	app_window = tsc_hz / 50000;	/* 20 us */
 
@@ -431,6 +443,8 @@ progress_thread(void *arg)
 			continue;
 		thread_sleep(p, now - last_work < 2000000 ? 10 : 100);
 	}
+	if (rte_lcore_id() != LCORE_ID_ANY)
+		rte_thread_unregister();
 	return NULL;
 }
 
@@ -447,6 +461,40 @@ droce_port_run(void *arg)
 }
 
 /* ---- open and close ---- */
+
+static void
+stop_close_cb(void *arg)
+{
+	struct droce_port *p = arg;
+
+	rte_eth_dev_stop(p->port_id);
+	rte_eth_dev_close(p->port_id);
+	__atomic_store_n(&p->closed, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Stop and close the ethdev from EAL's interrupt thread (an alarm): that
+ * is where net_memif handles a peer's disconnect, and in DPDK 22.11 the
+ * two disconnects running at once (both ends closing together, as every
+ * two-process benchmark does) free the shared regions twice.
+ */
+static void
+port_stop_close(struct droce_port *p)
+{
+	int i;
+
+	if (rte_eal_alarm_set(1, stop_close_cb, p) == 0) {
+		for (i = 0; i < 10000; i++) {
+			if (__atomic_load_n(&p->closed, __ATOMIC_ACQUIRE))
+				return;
+			usleep(1000);
+		}
+		/* the interrupt thread never ran it: do it here */
+		if (rte_eal_alarm_cancel(stop_close_cb, p) <= 0)
+			return;
+	}
+	stop_close_cb(p);
+}
 
 static int
 port_setup(struct droce_port *p)
@@ -690,10 +738,8 @@ droce_port_close(struct droce_port *p)
 		rte_pktmbuf_free(p->frx.dq[p->frx.dq_tail++ % DP_DELAY_Q]);
 	while (p->ftx.dq_head != p->ftx.dq_tail)
 		rte_pktmbuf_free(p->ftx.dq[p->ftx.dq_tail++ % DP_DELAY_Q]);
-	if (p->owns_port) {
-		rte_eth_dev_stop(p->port_id);
-		rte_eth_dev_close(p->port_id);
-	}
+	if (p->owns_port)
+		port_stop_close(p);
 	if (p->dev)
 		droce_dev_destroy(p->dev);
 	if (p->pool)

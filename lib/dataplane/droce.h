@@ -87,6 +87,13 @@ struct droce_dev *droce_port_dev(struct droce_port *port);
 int droce_port_progress(struct droce_port *port, uint32_t q);
 
 /**
+ * droce_port_lock for a caller that makes progress under the lock (posts
+ * then calls droce_port_progress_locked, polls its CQ after a pass): the
+ * progress thread keeps off the queue while the application drives it.
+ */
+void droce_port_lock_driving(struct droce_port *port, uint32_t q);
+
+/**
  * Make progress on queue q; the caller holds its lock (droce_port_lock),
  * e.g. right after posting, so that the frames leave at once.
  */
