@@ -62,7 +62,9 @@ struct dp_queue {
 	uint32_t nstash;
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
 	volatile int kicked;
-	volatile uint64_t app_poll_tsc;	/* last inline progress by the app */
+	volatile uint64_t app_poll_tsc;
+	/* net_af_packet's TX ring kick (tx_kick) */
+	uint64_t kick_seen, kick_until, kick_next, kicks;	/* last inline progress by the app */
 } __rte_cache_aligned;
 
 struct dp_neigh {
@@ -88,6 +90,7 @@ struct droce_port {
 	pthread_t thread;
 	int thread_running;
 	int closed;			/* the ethdev is stopped and closed */
+	int tx_kick;			/* kick the PMD's TX ring when idle */
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;
 	volatile int stop;

@@ -236,6 +236,51 @@ deliver(struct dp_queue *q, struct rte_mbuf **m, uint16_t n, uint64_t now)
 	rte_pktmbuf_free_bulk(m, n);
 }
 
+/*
+ * net_af_packet (22.11) copies frames into its mmap'd TX ring and counts
+ * them sent even when the kernel's sendto() stops early (a frame dropped on
+ * egress: qdisc, nftables); the rest of the ring leaves only at the next
+ * sendto(), and the PMD makes none for an empty burst. A requester that has
+ * sent its window then waits for ACKs and sends nothing, so the tail of its
+ * window (or a responder's last ACK) sat in the ring until the
+ * retransmission timer fired, every time: deep windows under egress loss ran
+ * out of retries. So for 5 ms after droce's last transmission, every
+ * 200 us, send one minimal frame to our own MAC (IEEE local experimental
+ * EtherType 0x88b5, which no stack takes): its burst kicks the ring.
+ */
+static void
+tx_kick(struct dp_queue *q, uint64_t now)
+{
+	struct droce_port *p = q->port;
+	struct rte_ether_hdr *eh;
+	struct rte_mbuf *m;
+
+	if (q->tx_pkts != q->kick_seen) {
+		q->kick_seen = q->tx_pkts;
+		q->kick_until = now + 5000000;
+		q->kick_next = now + 200000;
+		return;
+	}
+	if (now >= q->kick_until || now < q->kick_next)
+		return;
+	q->kick_next = now + 200000;
+	m = rte_pktmbuf_alloc(p->pool);
+	if (m == NULL)
+		return;
+	eh = (struct rte_ether_hdr *)rte_pktmbuf_append(m, RTE_ETHER_MIN_LEN -
+		RTE_ETHER_CRC_LEN);
+	memset(eh, 0, RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	rte_ether_addr_copy(&p->mac, &eh->dst_addr);
+	rte_ether_addr_copy(&p->mac, &eh->src_addr);
+	eh->ether_type = rte_cpu_to_be_16(0x88b5);
+	if (rte_eth_tx_burst(p->port_id, (uint16_t)q->index, &m, 1) == 1) {
+		q->kicks++;
+		/* not counted in tx_pkts: not droce traffic */
+	} else {
+		rte_pktmbuf_free(m);
+	}
+}
+
 /* One pass over queue q; the caller holds q->lock. Returns work done. */
 static int
 queue_poll(struct dp_queue *q)
@@ -297,6 +342,8 @@ queue_poll(struct dp_queue *q)
 	}
 	work += (int)droce_tp_progress(q->tq, now, DP_BURST * 2);
 	dp_queue_flush(q);
+	if (p->tx_kick)
+		tx_kick(q, now);
 	return work;
 }
 
@@ -632,6 +679,14 @@ droce_port_open(const struct droce_port_conf *conf)
 	else
 		rte_eth_macaddr_get(p->port_id, &p->mac);
 	p->ipv4 = conf->ipv4;
+	{
+		struct rte_eth_dev_info di;
+
+		if (rte_eth_dev_info_get(p->port_id, &di) == 0 &&
+				di.driver_name != NULL &&
+				strcmp(di.driver_name, "net_af_packet") == 0)
+			p->tx_kick = 1;
+	}
 
 	memset(&dc, 0, sizeof(dc));
 	memcpy(dc.mac, p->mac.addr_bytes, 6);

@@ -92,7 +92,7 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct droce_port *p = port_arg(params, NULL);
 	struct droce_tp_stats sum, st;
-	uint64_t nic_tx = 0, nic_rx = 0, drops = 0, hand = 0, arp = 0;
+	uint64_t nic_tx = 0, nic_rx = 0, drops = 0, kicks = 0, hand = 0, arp = 0;
 	uint32_t i, k;
 
 	(void)cmd;
@@ -107,6 +107,7 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		nic_rx += q->rx_pkts;
 		nic_tx += q->tx_pkts;
 		drops += q->tx_drops;
+		kicks += q->kicks;
 		hand += q->handoffs;
 		arp += q->arp;
 		rte_spinlock_unlock(&q->lock);
@@ -120,6 +121,7 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "nic_rx_pkts", nic_rx);
 	rte_tel_data_add_dict_u64(d, "nic_tx_pkts", nic_tx);
 	rte_tel_data_add_dict_u64(d, "nic_tx_drops", drops);
+	rte_tel_data_add_dict_u64(d, "nic_tx_kicks", kicks);
 	rte_tel_data_add_dict_u64(d, "handoffs", hand);
 	rte_tel_data_add_dict_u64(d, "arp", arp);
 	rte_spinlock_lock(&p->fault_lock);
