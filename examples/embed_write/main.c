@@ -20,6 +20,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
 #include <droce.h>
 
 #define BUF (1 << 20)
@@ -99,7 +102,7 @@ main(int argc, char **argv)
 	struct ibv_wc wc;
 	char eal[512] = "";
 	uint8_t *buf;
-	int server, i, rc = 0;
+	int server, i, rc = 0, lcores;
 	struct in_addr ip;
 
 	if (argc < 5) {
@@ -117,11 +120,24 @@ main(int argc, char **argv)
 	pc.eal_args = eal;
 	inet_pton(AF_INET, argv[3], &ip);
 	pc.ipv4 = ntohl(ip.s_addr);
-	pc.mode = DROCE_PROGRESS_THREAD;	/* droce progresses by itself */
+	/* droce progresses by itself: in its own thread, or (EMBED_LCORES=1)
+	 * on an lcore this application gives it */
+	lcores = getenv("EMBED_LCORES") != NULL;
+	pc.mode = lcores ? DROCE_PROGRESS_LCORES : DROCE_PROGRESS_THREAD;
 	port = droce_port_open(&pc);
 	if (port == NULL) {
 		fprintf(stderr, "droce_port_open: %s\n", strerror(errno));
 		return 1;
+	}
+	if (lcores) {
+		unsigned int w = rte_get_next_lcore(-1, 1, 0);
+
+		if (w >= RTE_MAX_LCORE ||
+				rte_eal_remote_launch(droce_port_run, port, w) != 0) {
+			fprintf(stderr, "no worker lcore for droce (EAL -l)\n");
+			return 1;
+		}
+		printf("%s: droce runs on lcore %u\n", argv[1], w);
 	}
 	pd = droce_pd_alloc(droce_port_dev(port));
 	cq = droce_cq_create(droce_port_dev(port), 0, 64);

@@ -90,6 +90,7 @@ struct droce_port {
 	pthread_t thread;
 	int thread_running;
 	int closed;			/* the ethdev is stopped and closed */
+	int lcores_running;		/* lcores inside droce_port_run */
 	int tx_kick;			/* kick the PMD's TX ring when idle */
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;

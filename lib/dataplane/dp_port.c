@@ -502,8 +502,10 @@ droce_port_run(void *arg)
 	uint32_t qi = rte_lcore_index(rte_lcore_id()) >= 0 ?
 		(uint32_t)rte_lcore_index(rte_lcore_id()) % p->nb_queues : 0;
 
-	while (!p->stop)
+	__atomic_fetch_add(&p->lcores_running, 1, __ATOMIC_ACQ_REL);
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
 		droce_port_progress(p, qi);
+	__atomic_fetch_sub(&p->lcores_running, 1, __ATOMIC_ACQ_REL);
 	return 0;
 }
 
@@ -766,6 +768,9 @@ droce_port_close(struct droce_port *p)
 		droce_port_kick(p, 0);
 		pthread_join(p->thread, NULL);
 	}
+	/* the application's lcores leave droce_port_run before p goes */
+	while (__atomic_load_n(&p->lcores_running, __ATOMIC_ACQUIRE))
+		rte_pause();
 	if (p->wake_fd >= 0)
 		close(p->wake_fd);
 	dp_telemetry_unregister(p);

@@ -109,7 +109,11 @@ void droce_port_unlock(struct droce_port *port, uint32_t q);
 /** Wake the progress thread (after a post while it backs off). */
 void droce_port_kick(struct droce_port *port, uint32_t q);
 
-/** DROCE_PROGRESS_LCORES: the loop for one queue; returns when the port closes. */
+/**
+ * DROCE_PROGRESS_LCORES: the loop for one queue (lcore index modulo the
+ * queues), to rte_eal_remote_launch(droce_port_run, port, lcore). It
+ * returns when droce_port_close is called, which waits for it.
+ */
 int droce_port_run(void *port_and_queue);
 
 /**
