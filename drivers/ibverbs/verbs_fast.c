@@ -24,11 +24,20 @@ dv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 {
 	struct dv_qp *qp = dv_qp(ibqp);
 	struct droce_port *port = port_of(qp->ctx);
+	uint32_t queued;
 	int rc;
 
 	droce_port_lock_driving(port, qp->q);
+	queued = droce_qp_sq_untransmitted(qp->tqp);
 	rc = droce_qp_post_send(qp->tqp, wr, bad_wr);
-	droce_port_progress_locked(port, qp->q);
+	/*
+	 * An idle send queue goes out now (latency); behind WRs still
+	 * waiting (the window is full, a burst is being posted) the next
+	 * poll or the thread transmits them together, a burst per pass
+	 * instead of one frame per ibv_post_send.
+	 */
+	if (queued == 0)
+		droce_port_progress_locked(port, qp->q);
 	droce_port_unlock(port, qp->q);
 	return rc;
 }

@@ -308,6 +308,9 @@ void *droce_srq_user(const struct droce_srq *srq);
 /** Name of a completion status (as ibv_wc_status_str, without libibverbs). */
 const char *droce_wc_status_str(enum ibv_wc_status status);
 
+/** WQEs posted on a QP's send queue and not yet (fully) transmitted. */
+uint32_t droce_qp_sq_untransmitted(const struct droce_qp *qp);
+
 /** Current state of a QP (cheap; droce_qp_query gives everything). */
 enum ibv_qp_state droce_qp_state(const struct droce_qp *qp);
 

@@ -300,3 +300,9 @@ void droce_cq_set_user(struct droce_cq *cq, void *user) { cq->user = user; }
 void *droce_cq_user(const struct droce_cq *cq) { return cq->user; }
 void droce_srq_set_user(struct droce_srq *srq, void *user) { srq->user = user; }
 void *droce_srq_user(const struct droce_srq *srq) { return srq->user; }
+
+uint32_t
+droce_qp_sq_untransmitted(const struct droce_qp *qp)
+{
+	return qp->sq.head - qp->sq.cur;
+}
