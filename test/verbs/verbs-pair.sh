@@ -32,8 +32,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# a free TCP port for the program's own side channel
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# a free TCP port for the program's own side channel (per attempt)
+port=0
 sock="$work/memif.sock"
 common=(DROCE_MTU=1500)
 srv_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=server,socket=$sock"
@@ -41,27 +41,42 @@ srv_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=server,socket=$sock"
 cli_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=client,socket=$sock"
 	DROCE_IPV4=10.9.0.2)
 
-echo "server: $prog -p $port $* $server_extra"
-timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${srv_env[@]}" "$prog" -p "$port" "$@" $server_extra \
-	> "$work/server.log" 2>&1 &
-pids+=($!)
-srv=$!
+run_pair() {
+	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	rm -f "$sock"
+	echo "server: $prog -p $port $* $server_extra"
+	timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${srv_env[@]}" "$prog" -p "$port" "$@" $server_extra \
+		> "$work/server.log" 2>&1 &
+	pids+=($!)
+	srv=$!
 
-# the client may only connect once the server listens
-for _ in $(seq 1 200); do
-	if ss -ltn 2>/dev/null | grep -q "[:.]$port "; then break; fi
-	if ! kill -0 "$srv" 2>/dev/null; then break; fi
-	sleep 0.1
-done
+	# the client may only connect once the server listens
+	for _ in $(seq 1 200); do
+		if ss -ltn 2>/dev/null | grep -q "[:.]$port "; then break; fi
+		if ! kill -0 "$srv" 2>/dev/null; then break; fi
+		sleep 0.1
+	done
 
-echo "client: $prog -p $port $* 127.0.0.1"
-timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${cli_env[@]}" "$prog" -p "$port" "$@" 127.0.0.1 \
-	> "$work/client.log" 2>&1 &
-pids+=($!)
-cli=$!
+	echo "client: $prog -p $port $* 127.0.0.1"
+	timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${cli_env[@]}" "$prog" -p "$port" "$@" 127.0.0.1 \
+		> "$work/client.log" 2>&1 &
+	pids+=($!)
+	cli=$!
 
-wait "$cli"; crc=$?
-wait "$srv"; src=$?
+	wait "$cli"; crc=$?
+	wait "$srv"; src=$?
+}
+run_pair "$@"
+# Known issue (doc/verbs.md): about 1 run in 100 the net_memif link between
+# the two fresh processes never comes up and neither side's ARP is answered.
+# That is link bring-up, not what this test checks: say so and run once more.
+if [ "$src" -ne 0 ] && [ "$crc" -ne 0 ] &&
+		grep -q "no neighbour answers" "$work/server.log" &&
+		grep -q "no neighbour answers" "$work/client.log"; then
+	echo "NOTE: the memif link did not come up (no ARP answer either way); retrying once"
+	cat "$work/server.log" "$work/client.log" | grep -i "droce:" || true
+	run_pair "$@"
+fi
 echo "----- server (exit $src)"; cat "$work/server.log"
 echo "----- client (exit $crc)"; cat "$work/client.log"
 fail=0
