@@ -15,6 +15,7 @@
 
 #include <arpa/inet.h>
 #include <getopt.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,8 @@
 #include <unistd.h>
 
 #include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 
 #include "perf.h"
@@ -37,12 +40,12 @@ static struct {
 	int port;
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
-	uint32_t iters, nqp, queues, depth, post_list;
+	uint32_t iters, nqp, queues, cores, depth, post_list;
 	int inline_data, lat, verify, raw, live, json_out, static_neigh;
 	double duration;
 	struct droce_fault_conf fault;
 } opt = {
-	.port = 18515, .iters = 10000, .nqp = 1, .queues = 1, .depth = 64,
+	.port = 18515, .iters = 10000, .nqp = 1, .queues = 1, .cores = 1, .depth = 64,
 	.post_list = 1, .duration = 0, .sc_addr = "127.0.0.1", .timeout = 14,
 };
 
@@ -117,6 +120,9 @@ usage(void)
 "  --size N[,N..]      message sizes; --sweep for 64..65536\n"
 "  --iters N           messages per test (10000)\n"
 "  --qps N             queue pairs (1)    --queues N  DPDK queues (1)\n"
+"  --cores N           worker lcores (1): each owns queues q with\n"
+"                      q %% N == its index and their QPs (--eal -l needs\n"
+"                      N lcores)\n"
 "  --depth N           WRs in flight per QP (64)\n"
 "  --post-list N       WRs per ibv_post_send call (1)\n"
 "  --inline            inline data      --lat  latency mode\n"
@@ -151,6 +157,7 @@ parse_args(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'n' },
 		{ "qps", required_argument, NULL, 'q' },
 		{ "queues", required_argument, NULL, 'Q' },
+		{ "cores", required_argument, NULL, 'c' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "post-list", required_argument, NULL, 'l' },
 		{ "inline", no_argument, NULL, 'I' },
@@ -201,6 +208,7 @@ parse_args(int argc, char **argv)
 		case 'n': opt.iters = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'q': opt.nqp = (uint32_t)atoi(optarg); break;
 		case 'Q': opt.queues = (uint32_t)atoi(optarg); break;
+		case 'c': opt.cores = (uint32_t)atoi(optarg); break;
 		case 'd': opt.depth = (uint32_t)atoi(optarg); break;
 		case 'l': opt.post_list = (uint32_t)atoi(optarg); break;
 		case 'I': opt.inline_data = 1; break;
@@ -228,8 +236,13 @@ parse_args(int argc, char **argv)
 	if (opt.vdev == NULL || opt.ip == NULL ||
 			(!opt.server && opt.peer_ip == NULL) || opt.nqp == 0 ||
 			opt.nqp > PERF_MAX_QP || opt.queues == 0 ||
-			opt.queues > 16 || opt.depth == 0 || opt.post_list == 0) {
+			opt.queues > 16 || opt.depth == 0 || opt.post_list == 0 ||
+			opt.cores == 0 || opt.cores > opt.queues) {
 		usage();
+		return -1;
+	}
+	if (opt.lat && opt.cores > 1) {
+		fprintf(stderr, "droce-perf: --lat runs on one core\n");
 		return -1;
 	}
 	if (opt.nops == 0)
@@ -372,6 +385,99 @@ connect_qps(void)
 	return 0;
 }
 
+/* ---- worker lcores ---- */
+
+/*
+ * With --cores N, worker w owns the queues q with q % N == w and the QPs
+ * that live on them: no two threads touch one queue, as in an application
+ * that gives droce one core per queue. Worker 0 is the main lcore.
+ */
+struct worker {
+	uint32_t id, lcore;
+	uint32_t nq, q[16];
+	uint32_t nqp, qi[PERF_MAX_QP];
+	uint64_t total;			/* client: messages completed */
+	int bad;
+	uint64_t *lat;
+	uint64_t raw_sent, raw_got;	/* raw baseline */
+	uint64_t recv_count, recv_bad;	/* server */
+	int seen;			/* server: the phase it acts on */
+} __rte_cache_aligned;
+
+static struct worker workers[16];
+static int (*worker_job)(struct worker *w);
+
+static int
+worker_entry(void *arg)
+{
+	return worker_job(arg);
+}
+
+static int
+setup_workers(void)
+{
+	uint32_t i, n = 1, lc;
+
+	if (rte_lcore_count() < opt.cores) {
+		fprintf(stderr, "droce-perf: --cores %u needs %u lcores, EAL has"
+			" %u (--eal \"-l ...\")\n", opt.cores, opt.cores,
+			rte_lcore_count());
+		return -1;
+	}
+	workers[0].lcore = rte_get_main_lcore();
+	RTE_LCORE_FOREACH_WORKER(lc) {
+		if (n >= opt.cores)
+			break;
+		workers[n++].lcore = lc;
+	}
+	if (opt.cores > 1) {
+		/* droce_port_open gave the main thread its CPUs back; a
+		 * worker of the main lcore stays on that lcore's CPU */
+		rte_cpuset_t cs = rte_lcore_cpuset(workers[0].lcore);
+
+		rte_thread_set_affinity(&cs);
+	}
+	for (i = 0; i < opt.cores; i++)
+		workers[i].id = i;
+	for (i = 0; i < opt.queues; i++) {
+		struct worker *w = &workers[i % opt.cores];
+
+		w->q[w->nq++] = i;
+	}
+	for (i = 0; i < opt.nqp; i++) {
+		struct worker *w = &workers[qp_queue(i) % opt.cores];
+
+		w->qi[w->nqp++] = i;
+	}
+	return 0;
+}
+
+/* Run job on every worker, worker 0 on this thread; 0 if all gave 0. */
+static int
+run_workers(int (*job)(struct worker *w))
+{
+	uint32_t i;
+	int rc;
+
+	worker_job = job;
+	for (i = 1; i < opt.cores; i++)
+		rte_eal_remote_launch(worker_entry, &workers[i],
+			workers[i].lcore);
+	rc = job(&workers[0]);
+	for (i = 1; i < opt.cores; i++)
+		rc |= rte_eal_wait_lcore(workers[i].lcore);
+	return rc;
+}
+
+static void
+progress_worker(struct worker *w)
+{
+	uint32_t j;
+
+	for (j = 0; j < w->nq; j++)
+		droce_port_progress(port, w->q[j]);
+}
+
 /* ---- raw PMD baseline ---- */
 
 /* Frame size on the wire for one packet of a message of `size` bytes. */
@@ -383,26 +489,38 @@ frame_size(uint32_t size)
 	return 14 + 20 + 8 + 12 + 16 + pl + ((0u - pl) & 3) + 4;
 }
 
-/* Send frames of the size droce sends, as fast as the PMD takes them. */
-static double
-raw_client(uint32_t size, double secs, uint64_t *sent_out)
+static struct rte_mempool *
+raw_pool(struct worker *w)
 {
-	struct rte_mbuf *m[32];
 	struct rte_mempool *mp;
-	uint16_t pid = droce_port_id(port);
-	uint32_t fl = frame_size(size);
-	uint64_t sent = 0, t0, t;
 	char name[64];
-	int i, n;
 
-	snprintf(name, sizeof(name), "raw%d", getpid());
+	snprintf(name, sizeof(name), "raw%d_%u", getpid(), w->id);
 	mp = rte_mempool_lookup(name);
 	if (mp == NULL)
 		mp = rte_pktmbuf_pool_create(name, 4095, 256, 0,
 			RTE_MBUF_DEFAULT_BUF_SIZE + 4096, (int)rte_socket_id());
+	return mp;
+}
+
+static uint32_t raw_frame_len;
+static uint64_t raw_deadline;
+
+/* Send frames of the size droce sends on the worker's queues, as fast as
+ * the PMD takes them, until raw_deadline. */
+static int
+raw_tx_job(struct worker *w)
+{
+	struct rte_mempool *mp = raw_pool(w);
+	struct rte_mbuf *m[32];
+	uint16_t pid = droce_port_id(port);
+	uint64_t sent = 0;
+	uint32_t j = 0;
+	int i, n;
+
+	w->raw_sent = 0;
 	if (mp == NULL)
-		return 0;
-	t0 = droce_now_ns();
+		return -1;
 	do {
 		if (rte_pktmbuf_alloc_bulk(mp, m, 32) == 0) {
 			for (i = 0; i < 32; i++) {
@@ -413,17 +531,34 @@ raw_client(uint32_t size, double secs, uint64_t *sent_out)
 				memcpy(d + 6, me.mac, 6);
 				d[12] = 0x88;
 				d[13] = 0xb5;	/* local experimental */
-				m[i]->data_len = m[i]->pkt_len = (uint16_t)fl;
+				m[i]->data_len = m[i]->pkt_len =
+					(uint16_t)raw_frame_len;
 			}
-			n = rte_eth_tx_burst(pid, 0, m, 32);
+			n = rte_eth_tx_burst(pid, (uint16_t)w->q[j], m, 32);
 			sent += (uint64_t)n;
 			if (n < 32)
 				rte_pktmbuf_free_bulk(m + n, 32 - n);
+			j = j + 1 == w->nq ? 0 : j + 1;
 		}
-		t = droce_now_ns();
-	} while (t - t0 < (uint64_t)(secs * 1e9));
+	} while (droce_now_ns() < raw_deadline);
+	w->raw_sent = sent;
+	return 0;
+}
+
+static double
+raw_client(uint32_t size, double secs, uint64_t *sent_out)
+{
+	uint64_t sent = 0, t0;
+	uint32_t i;
+
+	raw_frame_len = frame_size(size);
+	t0 = droce_now_ns();
+	raw_deadline = t0 + (uint64_t)(secs * 1e9);
+	run_workers(raw_tx_job);
+	for (i = 0; i < opt.cores; i++)
+		sent += workers[i].raw_sent;
 	*sent_out = sent;
-	return (double)sent / ((t - t0) / 1e9);
+	return (double)sent / ((droce_now_ns() - t0) / 1e9);
 }
 
 static int cmp_u64(const void *a, const void *b);
@@ -434,21 +569,17 @@ static double
 raw_rtt_client(uint32_t size, uint32_t iters)
 {
 	struct rte_mbuf *m, *in[32];
-	struct rte_mempool *mp;
+	struct rte_mempool *mp = raw_pool(&workers[0]);
 	uint16_t pid = droce_port_id(port);
 	uint64_t *t = calloc(iters, sizeof(*t)), t0;
 	uint32_t i, got = 0;
-	char name[64];
 	double p50;
 	int n;
 
-	snprintf(name, sizeof(name), "raw%d", getpid());
-	mp = rte_mempool_lookup(name);
-	if (mp == NULL)
-		mp = rte_pktmbuf_pool_create(name, 4095, 256, 0,
-			RTE_MBUF_DEFAULT_BUF_SIZE + 4096, (int)rte_socket_id());
-	if (mp == NULL || t == NULL)
+	if (mp == NULL || t == NULL) {
+		free(t);
 		return 0;
+	}
 	for (i = 0; i < iters; i++) {
 		uint8_t *d;
 
@@ -484,27 +615,27 @@ raw_rtt_client(uint32_t size, uint32_t iters)
 	return p50;
 }
 
+/* One receive pass over the worker's queues; echo: send each frame back
+ * (latency mode). Returns the frames received. */
 static uint64_t
-raw_server(int echo)
+raw_rx_pass(struct worker *w, int echo)
 {
 	struct rte_mbuf *m[64];
 	uint16_t pid = droce_port_id(port);
 	uint64_t got = 0;
+	uint32_t j;
 	int n, k;
 
-	for (;;) {
-		n = rte_eth_rx_burst(pid, 0, m, 64);
-		if (n) {
-			got += (uint64_t)n;
-			/* latency mode: send each frame straight back */
-			k = echo ? rte_eth_tx_burst(pid, 0, m, (uint16_t)n) : 0;
-			if (k < n)
-				rte_pktmbuf_free_bulk(m + k, (unsigned int)(n - k));
-		} else if (sc_ready(sc)) {
-			break;
-		}
+	for (j = 0; j < w->nq; j++) {
+		n = rte_eth_rx_burst(pid, (uint16_t)w->q[j], m, 64);
+		if (n == 0)
+			continue;
+		got += (uint64_t)n;
+		k = echo ? rte_eth_tx_burst(pid, (uint16_t)w->q[j], m,
+			(uint16_t)n) : 0;
+		if (k < n)
+			rte_pktmbuf_free_bulk(m + k, (unsigned int)(n - k));
 	}
-	raw_server_count = got;
 	return got;
 }
 
@@ -580,43 +711,42 @@ fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
 	}
 }
 
-static int
-run_client(int op, uint32_t size, struct result *r)
-{
-	struct perf_cmd c = { .kind = PERF_CMD_RUN, .op = (uint32_t)op,
-		.size = size, .iters = opt.iters, .seed = size * 31u + 7 };
-	uint64_t posted[PERF_MAX_QP] = { 0 }, done[PERF_MAX_QP] = { 0 };
-	uint64_t per_qp = (opt.iters + opt.nqp - 1) / opt.nqp, total = 0;
-	uint64_t *lat = NULL, t0, t_post[1] = { 0 }, next_live;
-	struct ibv_wc wc[64];
-	uint32_t i, q, depth = opt.lat ? 1 : opt.depth;
-	int n, k, bad = 0;
+static int cur_op;
+static uint32_t cur_size;
+static uint64_t cur_per_qp;
 
-	memset(r, 0, sizeof(*r));
-	if (op == OP_FADD || op == OP_CSWAP)
-		size = 8;
-	r->op = op;
-	r->size = size;
-	if (opt.lat)
-		lat = calloc(per_qp * opt.nqp + 1, sizeof(*lat));
-	for (i = 0; i < opt.nqp; i++)
-		pattern(mem + SLOT(i), size, c.seed + i);
-	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
-		return -1;
-	t0 = droce_now_ns();
-	next_live = t0 + 1000000000ull;
-	while (total < per_qp * opt.nqp) {
-		for (i = 0; i < opt.nqp; i++) {
+#define WR_ID_QP_SHIFT 40
+
+/* One worker's part of a test: keep every one of its QPs' windows full,
+ * make progress on its queues, count its completions. */
+static int
+client_job(struct worker *w)
+{
+	uint64_t posted[PERF_MAX_QP] = { 0 }, done[PERF_MAX_QP] = { 0 };
+	uint64_t want = cur_per_qp * w->nqp, t_post = 0, next_live;
+	uint32_t j, q, depth = opt.lat ? 1 : opt.depth;
+	struct ibv_wc wc[64];
+	int n, k;
+
+	w->total = 0;
+	w->bad = 0;
+	next_live = droce_now_ns() + 1000000000ull;
+	while (w->total < want) {
+		for (j = 0; j < w->nqp; j++) {
+			uint32_t i = w->qi[j], m;
 			struct ibv_send_wr wrs[64], *bad_wr;
 			struct ibv_sge sges[64];
-			uint32_t m = 0;
 
 			/* fill the window, post_list WRs per post call */
 		again:
 			m = 0;
-			while (posted[i] < per_qp && posted[i] - done[i] < depth &&
+			while (posted[i] < cur_per_qp &&
+					posted[i] - done[i] < depth &&
 					m < opt.post_list && m < 64) {
-				fill_wr(&wrs[m], &sges[m], op, size, i, posted[i]);
+				fill_wr(&wrs[m], &sges[m], cur_op, cur_size, i,
+					posted[i]);
+				wrs[m].wr_id = (uint64_t)i << WR_ID_QP_SHIFT |
+					posted[i];
 				if (m)
 					wrs[m - 1].next = &wrs[m];
 				posted[i]++;
@@ -626,54 +756,101 @@ run_client(int op, uint32_t size, struct result *r)
 				continue;
 			q = qp_queue(i);
 			if (opt.lat)
-				t_post[0] = droce_now_ns();
+				t_post = droce_now_ns();
 			droce_port_lock(port, q);
 			k = droce_qp_post_send(qp[i], wrs, &bad_wr);
 			droce_port_unlock(port, q);
 			if (k) {
 				fprintf(stderr, "post_send: %s\n", strerror(k));
+				w->bad = 1;
 				return -1;
 			}
 			if (!opt.lat)
 				goto again;
 		}
-		progress_all();
-		for (q = 0; q < opt.queues; q++) {
+		progress_worker(w);
+		for (j = 0; j < w->nq; j++) {
+			q = w->q[j];
 			droce_port_lock(port, q);
 			n = droce_cq_poll(cq[q], wc, 64);
 			droce_port_unlock(port, q);
 			for (k = 0; k < n; k++) {
-				uint32_t qi;
+				uint32_t qi = (uint32_t)(wc[k].wr_id >>
+					WR_ID_QP_SHIFT);
 
 				if (wc[k].status != IBV_WC_SUCCESS) {
 					fprintf(stderr, "completion: %s\n",
 						droce_wc_status_str(wc[k].status));
-					bad = 1;
+					w->bad = 1;
 				}
-				for (qi = 0; qi < opt.nqp; qi++)
-					if (droce_qp_num(qp[qi]) == wc[k].qp_num)
-						break;
 				if (qi < opt.nqp) {
-					if (opt.verify && wc[k].wr_id != done[qi])
-						bad = 1;	/* out of order */
+					if (opt.verify && (wc[k].wr_id &
+						((1ull << WR_ID_QP_SHIFT) - 1)) !=
+						done[qi])
+						w->bad = 1;	/* out of order */
 					done[qi]++;
 				}
 				if (opt.lat)
-					lat[total] = droce_now_ns() - t_post[0];
-				total++;
+					w->lat[w->total] = droce_now_ns() - t_post;
+				__atomic_store_n(&w->total, w->total + 1,
+					__ATOMIC_RELAXED);
 			}
-			if (bad)
-				break;
 		}
-		if (bad)
+		if (w->bad)
 			break;
-		if (opt.live && droce_now_ns() > next_live) {
+		if (opt.live && w->id == 0 && droce_now_ns() > next_live) {
+			uint64_t sum = 0;
+
+			for (j = 0; j < opt.cores; j++)
+				sum += __atomic_load_n(&workers[j].total,
+					__ATOMIC_RELAXED);
 			fprintf(stderr, "  %s %u: %" PRIu64 " of %" PRIu64 "\n",
-				op_names[op], size, total, per_qp * opt.nqp);
+				op_names[cur_op], cur_size, sum,
+				cur_per_qp * opt.nqp);
 			next_live += 1000000000ull;
 		}
 	}
+	return 0;
+}
+
+static int
+run_client(int op, uint32_t size, struct result *r)
+{
+	struct perf_cmd c = { .kind = PERF_CMD_RUN, .op = (uint32_t)op,
+		.size = size, .iters = opt.iters, .seed = size * 31u + 7 };
+	uint64_t per_qp = (opt.iters + opt.nqp - 1) / opt.nqp, total = 0;
+	uint64_t *lat = NULL, t0;
+	uint32_t i;
+	int bad = 0, rc;
+
+	memset(r, 0, sizeof(*r));
+	if (op == OP_FADD || op == OP_CSWAP)
+		size = 8;
+	r->op = op;
+	r->size = size;
+	if (opt.lat)
+		lat = calloc(per_qp * opt.nqp + 1, sizeof(*lat));
+	workers[0].lat = lat;
+	for (i = 0; i < opt.nqp; i++)
+		pattern(mem + SLOT(i), size, c.seed + i);
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c))) {
+		free(lat);
+		return -1;
+	}
+	cur_op = op;
+	cur_size = size;
+	cur_per_qp = per_qp;
+	t0 = droce_now_ns();
+	rc = run_workers(client_job);
 	r->secs = (droce_now_ns() - t0) / 1e9;
+	for (i = 0; i < opt.cores; i++) {
+		total += workers[i].total;
+		bad |= workers[i].bad;
+	}
+	if (rc) {
+		free(lat);
+		return -1;
+	}
 	r->msgs = total;
 	r->mps = total / r->secs;
 	r->gbps = r->mps * r->size * 8 / 1e9;
@@ -688,6 +865,7 @@ run_client(int op, uint32_t size, struct result *r)
 		r->lat_p99 = lat[total * 99 / 100] / 1000.0;
 	}
 	free(lat);
+	workers[0].lat = NULL;
 	/* verification at the server (WRITE, SEND, atomics), here (READ) */
 	c.kind = PERF_CMD_DONE;
 	c.value = per_qp;
@@ -751,7 +929,8 @@ print_results(struct result *rs, int n)
 	int i;
 
 	if (opt.json_out) {
-		printf("{\"results\": [\n");
+		printf("{\"qps\": %u, \"queues\": %u, \"cores\": %u,"
+			" \"results\": [\n", opt.nqp, opt.queues, opt.cores);
 		for (i = 0; i < n; i++)
 			printf("  {\"op\": \"%s\", \"size\": %u, \"msgs\": %" PRIu64
 				", \"msgs_per_s\": %.0f, \"gbps\": %.3f,"
@@ -802,10 +981,21 @@ print_results(struct result *rs, int n)
 static uint8_t *rmem;
 static struct droce_mr *rmr;
 static struct perf_cmd cur;
-static uint64_t recv_count, recv_bad;
+
+/* What the server's workers do; the main lcore (worker 0) also reads
+ * the side channel and switches the phase. */
+enum { PH_DROCE, PH_RAW, PH_ECHO, PH_STOP };
+static int srv_phase;
 
 static void
-post_recv_buf(uint32_t qi, uint32_t k)
+count_add(uint64_t *c, uint64_t n)
+{
+	/* one writer; the main lcore reads the sum */
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
+static void
+post_recv_buf(struct worker *w, uint32_t qi, uint32_t k)
 {
 	struct ibv_sge s = {
 		.addr = (uint64_t)(uintptr_t)(rmem + ((size_t)qi * RBUF_N + k) *
@@ -818,19 +1008,20 @@ post_recv_buf(uint32_t qi, uint32_t k)
 
 	droce_port_lock(port, q);
 	if (droce_qp_post_recv(qp[qi], &wr, &bad) != 0)
-		recv_bad++;
+		count_add(&w->recv_bad, 1);
 	droce_port_unlock(port, q);
 }
 
 static void
-server_poll(void)
+server_poll(struct worker *w)
 {
 	struct ibv_wc wc[64];
-	uint32_t q;
+	uint32_t j, q;
 	int n, k;
 
-	progress_all();
-	for (q = 0; q < opt.queues; q++) {
+	progress_worker(w);
+	for (j = 0; j < w->nq; j++) {
+		q = w->q[j];
 		droce_port_lock(port, q);
 		n = droce_cq_poll(cq[q], wc, 64);
 		droce_port_unlock(port, q);
@@ -839,17 +1030,71 @@ server_poll(void)
 			uint32_t b = (uint32_t)wc[k].wr_id;
 
 			if (wc[k].status != IBV_WC_SUCCESS) {
-				recv_bad++;
+				count_add(&w->recv_bad, 1);
 				continue;
 			}
 			if (wc[k].opcode == IBV_WC_RECV && opt.verify &&
 					(wc[k].byte_len != cur.size ||
 					!pattern_ok(rmem + ((size_t)qi * RBUF_N + b) *
 					RBUF_SZ, cur.size, cur.seed + qi)))
-				recv_bad++;
-			recv_count++;
-			post_recv_buf(qi, b);
+				count_add(&w->recv_bad, 1);
+			count_add(&w->recv_count, 1);
+			post_recv_buf(w, qi, b);
 		}
+	}
+}
+
+/* Workers 1..N-1 of the server: act on the phase the main lcore sets. */
+static int
+server_job(struct worker *w)
+{
+	for (;;) {
+		int ph = __atomic_load_n(&srv_phase, __ATOMIC_ACQUIRE);
+
+		/* stored before acting: once the main lcore reads the new
+		 * phase here, this worker is done with the old one */
+		__atomic_store_n(&w->seen, ph, __ATOMIC_RELEASE);
+		if (ph == PH_STOP)
+			return 0;
+		if (ph == PH_DROCE)
+			server_poll(w);
+		else
+			count_add(&w->raw_got, raw_rx_pass(w, ph == PH_ECHO));
+	}
+}
+
+static void
+set_phase(int ph)
+{
+	uint32_t i;
+
+	__atomic_store_n(&srv_phase, ph, __ATOMIC_RELEASE);
+	for (i = 1; i < opt.cores; i++)
+		while (__atomic_load_n(&workers[i].seen, __ATOMIC_ACQUIRE) != ph)
+			rte_pause();
+}
+
+static uint64_t
+sum_counter(size_t off)
+{
+	uint64_t s = 0;
+	uint32_t i;
+
+	for (i = 0; i < opt.cores; i++)
+		s += __atomic_load_n((uint64_t *)((char *)&workers[i] + off),
+			__ATOMIC_RELAXED);
+	return s;
+}
+
+static void
+reset_counters(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < opt.cores; i++) {
+		__atomic_store_n(&workers[i].recv_count, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&workers[i].recv_bad, 0, __ATOMIC_RELAXED);
+		__atomic_store_n(&workers[i].raw_got, 0, __ATOMIC_RELAXED);
 	}
 }
 
@@ -863,7 +1108,11 @@ server_loop(void)
 		(uint64_t)(uintptr_t)rmem, IBV_ACCESS_LOCAL_WRITE);
 	for (i = 0; i < opt.nqp; i++)
 		for (k = 0; k < RBUF_N; k++)
-			post_recv_buf(i, k);
+			post_recv_buf(&workers[0], i, k);
+	worker_job = server_job;
+	for (i = 1; i < opt.cores; i++)
+		rte_eal_remote_launch(worker_entry, &workers[i],
+			workers[i].lcore);
 	for (;;) {
 		struct perf_cmd c;
 		uint32_t spin;
@@ -871,7 +1120,7 @@ server_loop(void)
 		/* a poll() on the side channel costs a system call: look
 		 * at it once every few hundred passes */
 		for (spin = 0; spin < 512; spin++)
-			server_poll();
+			server_poll(&workers[0]);
 		if (!sc_ready(sc))
 			continue;
 		if (sc_recv(sc, &c, sizeof(c)))
@@ -881,7 +1130,7 @@ server_loop(void)
 			cur = c;
 			if (c.op == OP_FADD || c.op == OP_CSWAP)
 				cur.size = 8;
-			recv_count = recv_bad = 0;
+			reset_counters();
 			for (i = 0; i < opt.nqp; i++) {
 				if (c.op == OP_READ)
 					pattern(mem + SLOT(i), cur.size,
@@ -892,19 +1141,20 @@ server_loop(void)
 			break;
 		case PERF_CMD_DONE: {
 			uint64_t want = c.value * opt.nqp, t_end;
+			size_t cnt = offsetof(struct worker, recv_count);
 			int ok = 1;
 
 			/* completions at the client mean the data is here;
 			 * poll until the receives are all in */
 			t_end = droce_now_ns() + 5000000000ull;
 			if (cur.op == OP_SEND || cur.op == OP_WRITE_IMM)
-				while (recv_count < want &&
+				while (sum_counter(cnt) < want &&
 						droce_now_ns() < t_end)
-					server_poll();
+					server_poll(&workers[0]);
 			if ((cur.op == OP_SEND || cur.op == OP_WRITE_IMM) &&
-					recv_count != want)
+					sum_counter(cnt) != want)
 				ok = 0;
-			if (recv_bad)
+			if (sum_counter(offsetof(struct worker, recv_bad)))
 				ok = 0;
 			for (i = 0; i < opt.nqp && opt.verify; i++) {
 				if ((cur.op == OP_WRITE || cur.op == OP_WRITE_IMM)
@@ -919,17 +1169,29 @@ server_loop(void)
 			c.value = (uint64_t)ok;
 			break;
 		}
-		case PERF_CMD_RAW:
+		case PERF_CMD_RAW: {
+			int echo = (int)c.flags;
+
+			reset_counters();
+			set_phase(echo ? PH_ECHO : PH_RAW);
 			if (sc_send(sc, &c, sizeof(c)))
 				return -1;
-			c.value = raw_server((int)c.flags);
+			while (!sc_ready(sc))
+				count_add(&workers[0].raw_got,
+					raw_rx_pass(&workers[0], echo));
+			set_phase(PH_DROCE);
+			raw_server_count = sum_counter(offsetof(struct worker,
+				raw_got));
 			if (sc_recv(sc, &c, sizeof(c)))
 				return -1;
 			c.value = raw_server_count;
 			break;
+		}
 		case PERF_CMD_QUIT: {
 			struct droce_tp_stats st;
 
+			set_phase(PH_STOP);
+			rte_eal_mp_wait_lcore();
 			droce_port_lock(port, 0);
 			droce_tp_queue_stats(droce_dev_queue(droce_port_dev(port),
 				0), &st);
@@ -982,15 +1244,16 @@ main(int argc, char **argv)
 		fprintf(stderr, "droce-perf: exchange failed (QP counts?)\n");
 		return 1;
 	}
-	if (connect_qps() != 0)
+	if (connect_qps() != 0 || setup_workers() != 0)
 		return 1;
 	if (opt.server) {
 		rc = server_loop();
 	} else {
 		if (!opt.json_out)
-			printf(" droce-perf: %u QP(s), %u queue(s), depth %u, "
-				"post list %u, path MTU %u%s%s\n", opt.nqp,
-				opt.queues, opt.lat ? 1 : opt.depth,
+			printf(" droce-perf: %u QP(s), %u queue(s), %u core(s), "
+				"depth %u, post list %u, path MTU %u%s%s\n",
+				opt.nqp, opt.queues, opt.cores,
+				opt.lat ? 1 : opt.depth,
 				opt.post_list, mtu_bytes,
 				opt.inline_data ? ", inline" : "",
 				opt.lat ? ", latency" : ", bandwidth");

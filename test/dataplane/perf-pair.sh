@@ -12,6 +12,8 @@
 # The client's arguments select the test; its exit status is the result.
 # --telemetry: while the client runs, read the server's counters through
 # its telemetry socket and require that they moved.
+# PAIR_SRV_LCORES / PAIR_CLI_LCORES: the sides' EAL lcore lists (0 and 1),
+# for --cores N.
 # Everything started is torn down on exit, failed or not.
 set -uo pipefail
 perf=$1 link=$2; shift 2
@@ -105,7 +107,7 @@ if [ "${PAIR_IPV6:-0}" = 1 ]; then
 fi
 $srv_ns "$perf" --server --vdev "$srv_vdev" --ip 10.198.0.1 $ip6_srv \
 	--sc-addr "$sc_addr" --port "$port" \
-	--eal "--file-prefix drs$tag -l 0 $eal_common" "$@" \
+	--eal "--file-prefix drs$tag -l ${PAIR_SRV_LCORES:-0} $eal_common" "$@" \
 	> "$work/server.log" 2>&1 &
 srv_pid=$!
 sleep 0.5
@@ -123,7 +125,7 @@ fi
 
 $cli_ns "$perf" --client --vdev "$cli_vdev" --ip 10.198.0.2 $ip6_cli \
 	--peer-ip 10.198.0.1 --sc-addr "$sc_addr" --port "$port" \
-	--eal "--file-prefix drc$tag -l 1 $eal_common" "$@" \
+	--eal "--file-prefix drc$tag -l ${PAIR_CLI_LCORES:-1} $eal_common" "$@" \
 	> "$work/client.log" 2>&1
 rc=$?
 grep -v -e '^EAL' -e '^TELEMETRY' "$work/client.log"
