@@ -13,7 +13,7 @@
 # --telemetry: while the client runs, read the server's counters through
 # its telemetry socket and require that they moved.
 # PAIR_SRV_LCORES / PAIR_CLI_LCORES: the sides' EAL lcore lists (0 and 1),
-# for --cores N.
+# for --cores N; PAIR_EAL_EXTRA: more EAL arguments for both.
 # Everything started is torn down on exit, failed or not.
 set -uo pipefail
 perf=$1 link=$2; shift 2
@@ -34,7 +34,7 @@ port=$((20000 + RANDOM % 20000))
 work=$(mktemp -d /tmp/droce-pair.XXXXXX)
 srv_pid=""
 nsa="drA$tag" nsb="drB$tag"
-eal_common="--no-pci --log-level=lib.eal:4 --log-level=pmd:4"
+eal_common="--no-pci --log-level=lib.eal:4 --log-level=pmd:4 ${PAIR_EAL_EXTRA:-}"
 
 cleanup() {
 	[ -n "$srv_pid" ] && kill "$srv_pid" 2>/dev/null
