@@ -162,6 +162,27 @@ test_crc(void)
 			buf + cut, len - cut), droce_crc32_update(7, buf, len),
 			"chained");
 	}
+	/* droce_icrc (one pass for short frames) against the definition:
+	 * eight 0xFF bytes, the masked headers, the rest, table engine */
+	for (i = 0; i < 3000; i++) {
+		uint8_t f[1200], m[1208];
+		uint32_t ip = (i & 1) ? 40 : 20, n, ref;
+
+		n = ip + 8 + 12 + (uint32_t)(rnd() % 1100);
+		memcpy(f, buf + rnd() % 64, n);
+		f[0] = (i & 1) ? 0x60 | (f[0] & 0x0f) : 0x45;
+		memset(m, 0xff, 8);
+		memcpy(m + 8, f, n);
+		if (ip == 20) {
+			m[8 + 1] = m[8 + 8] = m[8 + 10] = m[8 + 11] = 0xff;
+		} else {
+			m[8] |= 0x0f;
+			m[8 + 1] = m[8 + 2] = m[8 + 3] = m[8 + 7] = 0xff;
+		}
+		m[8 + ip + 6] = m[8 + ip + 7] = m[8 + ip + 8 + 4] = 0xff;
+		ref = ~droce_crc32_update_sw(0xffffffffu, m, n + 8);
+		CHECK_EQ(droce_icrc(f, n), ref, "ICRC one pass vs definition");
+	}
 }
 
 static void
