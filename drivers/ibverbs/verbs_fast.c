@@ -28,13 +28,13 @@ dv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	int rc;
 
 	droce_port_lock_driving(port, qp->q);
-	queued = droce_qp_sq_untransmitted(qp->tqp);
+	queued = droce_qp_sq_outstanding(qp->tqp);
 	rc = droce_qp_post_send(qp->tqp, wr, bad_wr);
 	/*
-	 * An idle send queue goes out now (latency); behind WRs still
-	 * waiting (the window is full, a burst is being posted) the next
-	 * poll or the thread transmits them together, a burst per pass
-	 * instead of one frame per ibv_post_send.
+	 * An idle send queue goes out now (latency). Behind WRs still in
+	 * flight (a bandwidth loop keeping its window full) the next poll or
+	 * the progress thread transmits what was posted together, a burst
+	 * per pass instead of one frame and one NIC doorbell per call.
 	 */
 	if (queued == 0)
 		droce_port_progress_locked(port, qp->q);

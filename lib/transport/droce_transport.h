@@ -311,6 +311,9 @@ const char *droce_wc_status_str(enum ibv_wc_status status);
 /** WQEs posted on a QP's send queue and not yet (fully) transmitted. */
 uint32_t droce_qp_sq_untransmitted(const struct droce_qp *qp);
 
+/** WQEs posted on a QP's send queue and not yet completed. */
+uint32_t droce_qp_sq_outstanding(const struct droce_qp *qp);
+
 /** Current state of a QP (cheap; droce_qp_query gives everything). */
 enum ibv_qp_state droce_qp_state(const struct droce_qp *qp);
 

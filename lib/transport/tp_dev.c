@@ -306,3 +306,9 @@ droce_qp_sq_untransmitted(const struct droce_qp *qp)
 {
 	return qp->sq.head - qp->sq.cur;
 }
+
+uint32_t
+droce_qp_sq_outstanding(const struct droce_qp *qp)
+{
+	return qp->sq.head - qp->sq.tail;
+}

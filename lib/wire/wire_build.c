@@ -120,7 +120,11 @@ droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 		ip[10] = ip[11] = 0;
 		memcpy(ip + 12, pkt->sgid + 12, 4);
 		memcpy(ip + 16, pkt->dgid + 12, 4);
-		put_be16(ip + 10, csum_fold(csum_add(0, ip, DROCE_IPV4_HLEN)));
+		{
+			uint16_t c = ipv4_hdr_csum(ip);
+
+			memcpy(ip + 10, &c, 2);	/* already in wire order */
+		}
 	} else {
 		put_be32(ip, 6u << 28 | (uint32_t)pkt->tclass << 20 |
 			(pkt->flow_label & 0xfffff));

@@ -187,7 +187,7 @@ droce_wire_parse(const uint8_t *f, uint32_t len,
 		return DROCE_WIRE_EIPLEN;
 	end = l3 + l3_total;	/* end of IP datagram within the frame */
 	if (etype == ETHERTYPE_IPV4 &&
-			csum_fold(csum_add(0, f + l3, DROCE_IPV4_HLEN)) != 0)
+			ipv4_hdr_csum(f + l3) != 0)
 		return DROCE_WIRE_EIPCSUM;
 
 	udp = f + l3 + l3_hlen;
