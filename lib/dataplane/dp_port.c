@@ -442,7 +442,7 @@ static void *
 progress_thread(void *arg)
 {
 	struct droce_port *p = arg;
-	uint64_t app_window, last_work = 0;
+	uint64_t app_window, app_recent_window, last_work = 0;
 	uint32_t i;
 
 	/* short sleeps must stay short: 1 us of timer slack, not 50 */
@@ -454,16 +454,19 @@ progress_thread(void *arg)
 			rte_strerror(rte_errno));
 	droce_now_ns();		/* sets tsc_hz */
 	app_window = tsc_hz / 50000;	/* 20 us */
+	app_recent_window = tsc_hz / 500;	/* 2 ms */
 
 	while (!p->stop) {
 		int work = 0, busy = 0;
-		uint32_t app_driven = 0;
+		uint32_t app_driven = 0, app_recent = 0;
 		uint64_t now = droce_now_ns();
 		uint64_t tsc = rte_rdtsc();
 
 		for (i = 0; i < p->nb_queues; i++) {
 			struct dp_queue *q = &p->q[i];
 
+			if (!q->kicked && tsc - q->app_poll_tsc < app_recent_window)
+				app_recent++;
 			if (q->kicked) {
 				q->kicked = 0;
 				q->app_poll_tsc = 0;	/* it waits for us now */
@@ -482,6 +485,15 @@ progress_thread(void *arg)
 		}
 		if (work || busy) {
 			last_work = now;
+			/*
+			 * Every queue is one the application polled within
+			 * 2 ms; it was only preempted. Spinning here would
+			 * keep it off the core (two busy threads per process
+			 * on a small machine): do this pass's work, then
+			 * yield until it is back.
+			 */
+			if (app_recent == p->nb_queues)
+				thread_sleep(p, 20);
 			continue;
 		}
 		if (app_driven == p->nb_queues) {
