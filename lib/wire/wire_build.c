@@ -120,11 +120,13 @@ droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 		ip[10] = ip[11] = 0;
 		memcpy(ip + 12, pkt->sgid + 12, 4);
 		memcpy(ip + 16, pkt->dgid + 12, 4);
-		{
-			uint16_t c = ipv4_hdr_csum(ip);
-
-			memcpy(ip + 10, &c, 2);	/* already in wire order */
-		}
+		/* from the field values: reading back the bytes just stored
+		 * one or two at a time stalls on store forwarding */
+		put_be16(ip + 10, csum_fold((0x45u << 8 | pkt->tclass) +
+			l3 + udp_len + pkt->ip_id + (pkt->ip_df ? 0x4000u : 0) +
+			((uint32_t)pkt->ttl << 8 | IPPROTO_UDP_) +
+			get_be16(pkt->sgid + 12) + get_be16(pkt->sgid + 14) +
+			get_be16(pkt->dgid + 12) + get_be16(pkt->dgid + 14)));
 	} else {
 		put_be32(ip, 6u << 28 | (uint32_t)pkt->tclass << 20 |
 			(pkt->flow_label & 0xfffff));
