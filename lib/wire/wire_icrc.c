@@ -178,6 +178,24 @@ droce_crc32_update(uint32_t crc, const void *data, size_t len)
 	return crc_engine(crc, data, len);
 }
 
+/* The ICRC's view of a header copy at m (IP, UDP, BTH): variant fields
+ * read as all ones. */
+static inline void
+icrc_mask(uint8_t *m, uint32_t iplen)
+{
+	if (iplen == DROCE_IPV4_HLEN) {
+		m[1] = 0xff;			/* TOS */
+		m[8] = 0xff;			/* TTL */
+		m[10] = m[11] = 0xff;		/* header checksum */
+	} else {
+		m[0] |= 0x0f;			/* traffic class, flow label */
+		m[1] = m[2] = m[3] = 0xff;
+		m[7] = 0xff;			/* hop limit */
+	}
+	m[iplen + 6] = m[iplen + 7] = 0xff;	/* UDP checksum */
+	m[iplen + DROCE_UDP_HLEN + 4] = 0xff;	/* BTH FECN/BECN/resv6 */
+}
+
 uint32_t
 droce_icrc_hdr(const uint8_t *l3, uint32_t hdr_len_from_l3)
 {
@@ -190,17 +208,7 @@ droce_icrc_hdr(const uint8_t *l3, uint32_t hdr_len_from_l3)
 	if (n > hdr_len_from_l3)
 		n = hdr_len_from_l3;
 	memcpy(m, l3, n);
-	if (iplen == DROCE_IPV4_HLEN) {
-		m[1] = 0xff;			/* TOS */
-		m[8] = 0xff;			/* TTL */
-		m[10] = m[11] = 0xff;		/* header checksum */
-	} else {
-		m[0] |= 0x0f;			/* traffic class, flow label */
-		m[1] = m[2] = m[3] = 0xff;
-		m[7] = 0xff;			/* hop limit */
-	}
-	m[iplen + 6] = m[iplen + 7] = 0xff;	/* UDP checksum */
-	m[iplen + DROCE_UDP_HLEN + 4] = 0xff;	/* BTH FECN/BECN/resv6 */
+	icrc_mask(m, iplen);
 
 	crc = droce_crc32_update(icrc_seed, m, n);
 	return droce_crc32_update(crc, l3 + n, hdr_len_from_l3 - n);
@@ -236,17 +244,7 @@ icrc_one_pass(const uint8_t *l3, uint32_t len, uint32_t iplen)
 	memset(buf + pad + 4, 0xff, 4);
 	m = buf + pad + 8;
 	memcpy(m, l3, len);
-	if (iplen == DROCE_IPV4_HLEN) {
-		m[1] = 0xff;			/* TOS */
-		m[8] = 0xff;			/* TTL */
-		m[10] = m[11] = 0xff;		/* header checksum */
-	} else {
-		m[0] |= 0x0f;			/* traffic class, flow label */
-		m[1] = m[2] = m[3] = 0xff;
-		m[7] = 0xff;			/* hop limit */
-	}
-	m[iplen + 6] = m[iplen + 7] = 0xff;	/* UDP checksum */
-	m[iplen + DROCE_UDP_HLEN + 4] = 0xff;	/* BTH FECN/BECN/resv6 */
+	icrc_mask(m, iplen);
 	return crc32_update_clmul(0, buf, padded);
 }
 #endif
