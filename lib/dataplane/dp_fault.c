@@ -33,6 +33,33 @@ hit(struct dp_fault *f, uint32_t ppm)
  * Apply faults to pkts[0..n) in place (room for cap); returns the new n.
  * Delayed frames that are due come out first, even when n is 0.
  */
+/*
+ * ARP and IPv6 neighbour discovery pass untouched: the faults are for the
+ * RDMA traffic. A lost ARP reply tests a peer's address resolution, not
+ * its transport: Linux rxe fails ibv_modify_qp(RTR) when its one-second
+ * resolution misses a reply (the ARP retransmit interval is also 1 s).
+ */
+static int
+is_neigh_frame(const struct rte_mbuf *m)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t len = rte_pktmbuf_data_len(m), l2 = 14;
+	uint16_t et;
+
+	if (len < 14)
+		return 0;
+	et = (uint16_t)(d[12] << 8 | d[13]);
+	if (et == 0x8100 && len >= 18) {
+		et = (uint16_t)(d[16] << 8 | d[17]);
+		l2 = 18;
+	}
+	if (et == 0x0806)
+		return 1;
+	/* IPv6, next header ICMPv6, neighbour solicitation/advertisement */
+	return et == 0x86dd && len >= l2 + 41 && d[l2 + 6] == 58 &&
+		(d[l2 + 40] == 135 || d[l2 + 40] == 136);
+}
+
 uint16_t
 dp_fault_apply(struct droce_port *p, struct dp_fault *f, struct rte_mbuf **pkts,
 		uint16_t n, uint16_t cap, uint64_t now)
@@ -48,6 +75,13 @@ dp_fault_apply(struct droce_port *p, struct dp_fault *f, struct rte_mbuf **pkts,
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 
+		if (is_neigh_frame(m)) {
+			if (k < cap)
+				out[k++] = m;
+			else
+				rte_pktmbuf_free(m);
+			continue;
+		}
 		if (hit(f, f->conf.delay_ppm) &&
 				f->dq_head - f->dq_tail < DP_DELAY_Q) {
 			f->dq[f->dq_head % DP_DELAY_Q] = m;
