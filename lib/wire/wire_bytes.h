@@ -89,11 +89,10 @@ csum_fold(uint32_t sum)
 }
 
 /*
- * Checksum field value for a 20-byte IPv4 header whose checksum field
- * reads 0, or 0 when the header (checksum included) verifies. A ones'
- * complement sum does not depend on byte order (RFC 1071), so five
- * native 32-bit words are added and the folded result is stored as is:
- * the byte-pair loop was a third of building a header.
+ * 0 when a received 20-byte IPv4 header (checksum included) verifies. A
+ * ones' complement sum does not depend on byte order (RFC 1071), so five
+ * native 32-bit words are added instead of ten byte pairs. (The builder
+ * sums the field values instead: see droce_wire_build_hdr.)
  */
 static inline uint16_t
 ipv4_hdr_csum(const uint8_t *ip)
