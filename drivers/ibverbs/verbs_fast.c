@@ -81,10 +81,30 @@ dv_cq_take(struct dv_cq *cq, struct ibv_wc *wc, int n)
 	struct droce_port *port = port_of(cq->ctx);
 	int got;
 
+	int i, drained = 0;
+
 	droce_port_lock_driving(port, cq->q);
 	droce_port_progress_locked(port, cq->q);
 	got = droce_cq_poll(cq->tcq, wc, n);
+	/* the newest send completion: did it leave its QP with nothing
+	 * outstanding? */
+	for (i = got - 1; i >= 0; i--) {
+		if (wc[i].opcode < IBV_WC_RECV) {
+			drained = droce_dev_qp_sq_idle(droce_port_dev(port),
+				wc[i].qp_num);
+			break;
+		}
+	}
 	droce_port_unlock(port, cq->q);
+	/*
+	 * An application whose sends have all completed may wait on memory
+	 * next, not on this CQ (ib_write_lat spins on the buffer the peer
+	 * writes). It drove the queue a moment ago, so the progress thread
+	 * would keep off it for a 50 us nap; hand it the queue now instead
+	 * (where there are CPUs to spare for that).
+	 */
+	if (drained)
+		droce_port_handoff(port, cq->q);
 	return got;
 }
 

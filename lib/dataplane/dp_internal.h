@@ -94,6 +94,7 @@ struct droce_port {
 	int tx_kick;			/* kick the PMD's TX ring when idle */
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;
+	int spare_cpu;			/* the thread can spin on a CPU of its own */
 	volatile int stop;
 	/* neighbours */
 	rte_spinlock_t neigh_lock;

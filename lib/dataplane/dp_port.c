@@ -353,6 +353,15 @@ queue_poll(struct dp_queue *q)
 	return work;
 }
 
+void
+droce_port_handoff(struct droce_port *p, uint32_t q)
+{
+	/* no wake-up call on the application's path: with CPUs to spare
+	 * the thread's naps are short (5 us) */
+	if (p->spare_cpu)
+		p->q[q].app_poll_tsc = 0;
+}
+
 int
 droce_port_progress(struct droce_port *p, uint32_t qi)
 {
@@ -498,8 +507,11 @@ progress_thread(void *arg)
 		}
 		if (app_driven == p->nb_queues) {
 			/* the application polls every queue itself: keep off
-			 * its cores, look again when it may have stopped */
-			thread_sleep(p, 50);
+			 * its cores, look again when it may have stopped
+			 * (soon where it has CPUs to spare: the nap is then
+			 * the delay before the thread takes a handed-off
+			 * queue, and costs no application a core) */
+			thread_sleep(p, p->spare_cpu ? 5 : 50);
 			continue;
 		}
 		/* idle: spin 200 us (a reply is often that close), then
@@ -758,6 +770,11 @@ droce_port_open(const struct droce_port_conf *conf)
 	}
 	dp_telemetry_register(p);
 	if (conf->mode == DROCE_PROGRESS_THREAD) {
+		cpu_set_t cpus;
+
+		/* an application thread, this thread and room to spare */
+		p->spare_cpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
+			CPU_COUNT(&cpus) >= 4;
 		p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (pthread_create(&p->thread, NULL, progress_thread, p) != 0)
 			goto fail;

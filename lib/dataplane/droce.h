@@ -110,6 +110,15 @@ void droce_port_unlock(struct droce_port *port, uint32_t q);
 void droce_port_kick(struct droce_port *port, uint32_t q);
 
 /**
+ * The application stops driving queue q for now (its sends all completed;
+ * it may wait on memory next): the progress thread takes the queue after
+ * its next short nap instead of waiting for the application to go quiet.
+ * Only where the process has CPUs to spare (4 or more): on fewer, a
+ * spinning thread would take the application's core.
+ */
+void droce_port_handoff(struct droce_port *port, uint32_t q);
+
+/**
  * DROCE_PROGRESS_LCORES: the loop for one queue (lcore index modulo the
  * queues), to rte_eal_remote_launch(droce_port_run, port, lcore). It
  * returns when droce_port_close is called, which waits for it.

@@ -314,6 +314,10 @@ uint32_t droce_qp_sq_untransmitted(const struct droce_qp *qp);
 /** WQEs posted on a QP's send queue and not yet completed. */
 uint32_t droce_qp_sq_outstanding(const struct droce_qp *qp);
 
+/** 1 if QP qpn exists and has nothing outstanding on its send queue
+ * (call with its queue's owner lock held). */
+int droce_dev_qp_sq_idle(const struct droce_dev *dev, uint32_t qpn);
+
 /** Current state of a QP (cheap; droce_qp_query gives everything). */
 enum ibv_qp_state droce_qp_state(const struct droce_qp *qp);
 

@@ -312,3 +312,14 @@ droce_qp_sq_outstanding(const struct droce_qp *qp)
 {
 	return qp->sq.head - qp->sq.tail;
 }
+
+int
+droce_dev_qp_sq_idle(const struct droce_dev *dev, uint32_t qpn)
+{
+	const struct droce_qp *qp;
+
+	if (qpn >= dev->qp_tab_size)
+		return 0;
+	qp = dev->qp_tab[qpn];
+	return qp != NULL && qp->sq.head == qp->sq.tail;
+}
