@@ -69,6 +69,8 @@ cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	pkill -f "qemu-system-x86_64.*$tap" 2>/dev/null
 	ip link del "$tap" 2>/dev/null
+	# debugging aid: RXE_PAIR_KEEP=DIR keeps the capture and the logs
+	[ -n "${RXE_PAIR_KEEP:-}" ] && cp -r "$work/." "$RXE_PAIR_KEEP/" 2>/dev/null
 	rm -rf "$work"
 }
 trap cleanup EXIT
