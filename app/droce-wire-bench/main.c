@@ -18,6 +18,7 @@
 
 uint32_t droce_crc32_update_sw(uint32_t crc, const void *data, size_t len);
 const char *droce_crc32_engine(void);
+int droce_crc32_set_engine(const char *name);
 
 static double
 now_s(void)
@@ -99,6 +100,10 @@ main(int argc, char **argv)
 	unsigned int i;
 	int len;
 
+	if (argc > 2 && droce_crc32_set_engine(argv[2]) != 0) {
+		fprintf(stderr, "no CRC engine %s on this CPU\n", argv[2]);
+		return 1;
+	}
 	for (i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i * 131 + 7);
 	printf("ICRC / CRC-32 throughput, one core (engine: %s)\n",

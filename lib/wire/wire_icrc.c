@@ -8,12 +8,13 @@
  * variant fields set to ones, the UDP header with its checksum set to
  * ones, the BTH with byte 4 set to ones, then the rest of the packet.
  *
- * Two engines: slicing-by-8 tables (portable), and carry-less multiply
- * folding (x86 PCLMULQDQ), picked once at load time. Both keep the raw
- * state (no pre/post inversion) so an ICRC can be chained over a masked
- * header copy and then the payload in place.
+ * Three engines: slicing-by-8 tables (portable), and carry-less multiply
+ * folding with x86 PCLMULQDQ (16-byte lanes) or VPCLMULQDQ (AVX-512,
+ * 64-byte registers), the fastest the CPU has picked at load time. All
+ * keep the raw state (no pre/post inversion) so a CRC can be chained.
  */
 
+#include <errno.h>
 #include <string.h>
 
 #include "droce_wire.h"
@@ -70,18 +71,73 @@ droce_crc32_update_sw(uint32_t crc, const void *data, size_t len)
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-/*
- * Folding constants for the reflected polynomial: x^(4*128+32),
- * x^(4*128-32) mod P to fold 64 bytes at a time, x^(128+32), x^(128-32)
- * mod P to fold 16 bytes (Gopal et al., "Fast CRC Computation for Generic
- * Polynomials Using PCLMULQDQ", Intel 2009).
- */
-#define K1 0x154442bd4ull
-#define K2 0x1c6e41596ull
-#define K3 0x1751997d0ull
-#define K4 0x0ccaa009eull
+#define CLMUL_TARGET "pclmul,sse4.1"
+#define VCLMUL_TARGET "avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1"
 
-__attribute__((target("pclmul,sse4.1")))
+/*
+ * Carry-less multiply folding (Gopal et al., "Fast CRC Computation for
+ * Generic Polynomials Using PCLMULQDQ", Intel 2009). A 128-bit state x
+ * stands for the message folded so far; moving it D bytes forward is
+ * x.lo * (x^(8D+32) mod P) ^ x.hi * (x^(8D-32) mod P), both constants
+ * bit-reflected and shifted left by one. The constants are computed at
+ * load time for each distance used, so none is written down by hand.
+ */
+struct fold_k {
+	uint64_t lo, hi;
+};
+
+static struct fold_k k16, k32, k48, k64, k256;
+static uint64_t k_r5;	/* x^64 mod P: 64 -> 32 bits */
+
+/* x^n mod P in normal bit order (P = 0x104C11DB7). */
+static uint32_t
+xpow_mod(unsigned int n)
+{
+	uint32_t r = 1;
+
+	while (n--)
+		r = (r << 1) ^ ((r & 0x80000000u) ? 0x04c11db7u : 0);
+	return r;
+}
+
+static uint64_t
+kconst(unsigned int n)
+{
+	uint32_t v = xpow_mod(n), r = 0;
+	int i;
+
+	for (i = 0; i < 32; i++, v >>= 1)
+		r = (r << 1) | (v & 1);
+	return (uint64_t)r << 1;
+}
+
+static struct fold_k
+kdist(unsigned int bytes)
+{
+	struct fold_k k = { kconst(8 * bytes + 32), kconst(8 * bytes - 32) };
+
+	return k;
+}
+
+static void
+fold_consts_init(void)
+{
+	k16 = kdist(16);
+	k32 = kdist(32);
+	k48 = kdist(48);
+	k64 = kdist(64);
+	k256 = kdist(256);
+	k_r5 = kconst(64);
+}
+
+__attribute__((target(CLMUL_TARGET)))
+static inline __m128i
+kvec(struct fold_k k)
+{
+	return _mm_set_epi64x((long long)k.hi, (long long)k.lo);
+}
+
+__attribute__((target(CLMUL_TARGET)))
 static inline __m128i
 fold16(__m128i x, __m128i k, __m128i next)
 {
@@ -92,50 +148,232 @@ fold16(__m128i x, __m128i k, __m128i next)
 }
 
 /*
- * Fold the bulk down to one 16-byte value that has the same CRC from a
- * zero state as the input had from crc, then finish with the tables.
+ * The CRC state (from zero) of the 16 bytes of x: fold 128 -> 64 -> 32
+ * bits, then Barrett reduction (mu = x^64 / P and P itself, reflected).
  */
-__attribute__((target("pclmul,sse4.1")))
-static uint32_t
-crc32_update_clmul(uint32_t crc, const void *data, size_t len)
+__attribute__((target(CLMUL_TARGET)))
+static inline uint32_t
+reduce128(__m128i x)
 {
-	const uint8_t *p = data;
-	__m128i x0, x1, x2, x3, k;
-	uint8_t tail[16];
+	const __m128i mask32 = _mm_set_epi32(0, 0, 0, -1);
+	const __m128i up = _mm_set_epi64x(0x1f7011641ll, 0x1db710641ll);
+	__m128i t;
 
-	if (len < 64)
-		return droce_crc32_update_sw(crc, data, len);
+	t = _mm_clmulepi64_si128(x, _mm_set_epi64x(0,
+		(long long)k16.hi), 0x00);
+	x = _mm_xor_si128(t, _mm_srli_si128(x, 8));
+	t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32),
+		_mm_set_epi64x(0, (long long)k_r5), 0x00);
+	x = _mm_xor_si128(t, _mm_srli_si128(x, 4));
+	t = _mm_clmulepi64_si128(_mm_and_si128(x, mask32), up, 0x10);
+	t = _mm_clmulepi64_si128(_mm_and_si128(t, mask32), up, 0x00);
+	return (uint32_t)_mm_extract_epi32(_mm_xor_si128(t, x), 1);
+}
 
-	x0 = _mm_loadu_si128((const __m128i *)p);
-	x1 = _mm_loadu_si128((const __m128i *)(p + 16));
-	x2 = _mm_loadu_si128((const __m128i *)(p + 32));
-	x3 = _mm_loadu_si128((const __m128i *)(p + 48));
-	x0 = _mm_xor_si128(x0, _mm_cvtsi32_si128((int)crc));
-	p += 64;
-	len -= 64;
+/* Fold len bytes (a multiple of 16) at p into the state x: 64 bytes a
+ * step in four 16-byte lanes. */
+__attribute__((target(CLMUL_TARGET)))
+static __m128i
+fold_clmul(__m128i x, const uint8_t *p, size_t len)
+{
+	const __m128i k1 = kvec(k16);
 
-	k = _mm_set_epi64x(K2, K1);
-	while (len >= 64) {
-		x0 = fold16(x0, k, _mm_loadu_si128((const __m128i *)p));
-		x1 = fold16(x1, k, _mm_loadu_si128((const __m128i *)(p + 16)));
-		x2 = fold16(x2, k, _mm_loadu_si128((const __m128i *)(p + 32)));
-		x3 = fold16(x3, k, _mm_loadu_si128((const __m128i *)(p + 48)));
+	if (len >= 128) {
+		const __m128i k4 = kvec(k64);
+		__m128i x0, x1, x2, x3;
+
+		x0 = fold16(x, k1, _mm_loadu_si128((const __m128i *)p));
+		x1 = _mm_loadu_si128((const __m128i *)(p + 16));
+		x2 = _mm_loadu_si128((const __m128i *)(p + 32));
+		x3 = _mm_loadu_si128((const __m128i *)(p + 48));
 		p += 64;
 		len -= 64;
+		while (len >= 64) {
+			x0 = fold16(x0, k4, _mm_loadu_si128((const __m128i *)p));
+			x1 = fold16(x1, k4,
+				_mm_loadu_si128((const __m128i *)(p + 16)));
+			x2 = fold16(x2, k4,
+				_mm_loadu_si128((const __m128i *)(p + 32)));
+			x3 = fold16(x3, k4,
+				_mm_loadu_si128((const __m128i *)(p + 48)));
+			p += 64;
+			len -= 64;
+		}
+		x = fold16(fold16(fold16(x0, k1, x1), k1, x2), k1, x3);
 	}
+	for (; len >= 16; p += 16, len -= 16)
+		x = fold16(x, k1, _mm_loadu_si128((const __m128i *)p));
+	return x;
+}
 
-	k = _mm_set_epi64x(K4, K3);
-	x0 = fold16(x0, k, x1);
-	x0 = fold16(x0, k, x2);
-	x0 = fold16(x0, k, x3);
-	while (len >= 16) {
-		x0 = fold16(x0, k, _mm_loadu_si128((const __m128i *)p));
-		p += 16;
-		len -= 16;
+__attribute__((target(VCLMUL_TARGET)))
+static inline __m512i
+fold64x4(__m512i z, __m512i k, __m512i next)
+{
+	/* 0x96: a ^ b ^ c */
+	return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),
+		_mm512_clmulepi64_epi128(z, k, 0x11), next, 0x96);
+}
+
+__attribute__((target(VCLMUL_TARGET)))
+static inline __m512i
+kvec512(struct fold_k k)
+{
+	return _mm512_broadcast_i32x4(_mm_set_epi64x((long long)k.hi,
+		(long long)k.lo));
+}
+
+/* The same with VPCLMULQDQ: four 64-byte registers of four lanes each,
+ * 256 bytes a step. */
+__attribute__((target(VCLMUL_TARGET)))
+static __m128i
+fold_vclmul(__m128i x, const uint8_t *p, size_t len)
+{
+	const __m128i k1 = kvec(k16);
+	__m512i z, z1, z2, z3, k4;
+	__m128i l0, l1, l2, l3;
+
+	if (len < 128)
+		return fold_clmul(x, p, len);
+	k4 = kvec512(k64);
+	z = _mm512_xor_si512(_mm512_loadu_si512(p),
+		_mm512_zextsi128_si512(fold16(x, k1, _mm_setzero_si128())));
+	p += 64;
+	len -= 64;
+	if (len >= 192 + 256) {
+		const __m512i k16x = kvec512(k256);
+
+		z1 = _mm512_loadu_si512(p);
+		z2 = _mm512_loadu_si512(p + 64);
+		z3 = _mm512_loadu_si512(p + 128);
+		p += 192;
+		len -= 192;
+		while (len >= 256) {
+			z = fold64x4(z, k16x, _mm512_loadu_si512(p));
+			z1 = fold64x4(z1, k16x, _mm512_loadu_si512(p + 64));
+			z2 = fold64x4(z2, k16x, _mm512_loadu_si512(p + 128));
+			z3 = fold64x4(z3, k16x, _mm512_loadu_si512(p + 192));
+			p += 256;
+			len -= 256;
+		}
+		z = fold64x4(fold64x4(fold64x4(z, k4, z1), k4, z2), k4, z3);
 	}
-	_mm_storeu_si128((__m128i *)tail, x0);
-	crc = droce_crc32_update_sw(0, tail, sizeof(tail));
-	return droce_crc32_update_sw(crc, p, len);
+	for (; len >= 64; p += 64, len -= 64)
+		z = fold64x4(z, k4, _mm512_loadu_si512(p));
+	/* four lanes into one: lane i moves 48 - 16 i bytes forward */
+	l0 = _mm512_extracti32x4_epi32(z, 0);
+	l1 = _mm512_extracti32x4_epi32(z, 1);
+	l2 = _mm512_extracti32x4_epi32(z, 2);
+	l3 = _mm512_extracti32x4_epi32(z, 3);
+	x = fold16(l0, kvec(k48), fold16(l1, kvec(k32), fold16(l2, k1, l3)));
+	for (; len >= 16; p += 16, len -= 16)
+		x = fold16(x, k1, _mm_loadu_si128((const __m128i *)p));
+	return x;
+}
+
+typedef __m128i (*fold_fn)(__m128i, const uint8_t *, size_t);
+static fold_fn fold_engine;
+
+#endif
+
+#if defined(__x86_64__)
+/* pshufb indices: 16 + i picks byte i, 0x80 a zero */
+static const uint8_t shift_tab[48] = {
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+
+/*
+ * Append the last r (1..15) bytes of a message ending at end to state x:
+ * the message's last 16 + r bytes are x's 16 and the r new ones; the
+ * first r of them, zero-extended in front, fold 16 bytes forward onto
+ * the other 16.
+ */
+__attribute__((target("pclmul,sse4.1,ssse3")))
+static inline __m128i
+fold_tail(__m128i x, const uint8_t *end, uint32_t r)
+{
+	__m128i hi = _mm_shuffle_epi8(x, _mm_loadu_si128(
+		(const __m128i *)(shift_tab + r)));
+	__m128i sel = _mm_loadu_si128((const __m128i *)(shift_tab + 16 + r));
+	__m128i lo = _mm_blendv_epi8(_mm_shuffle_epi8(x, sel),
+		_mm_loadu_si128((const __m128i *)(end - 16)), sel);
+
+	return fold16(hi, kvec(k16), lo);
+}
+
+/* CRC update through folding (inputs under 32 bytes take the tables). */
+__attribute__((target("pclmul,sse4.1,ssse3")))
+static uint32_t
+crc32_update_fold(uint32_t crc, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+	size_t bulk = len & ~(size_t)15;
+	__m128i x;
+
+	if (len < 32)
+		return droce_crc32_update_sw(crc, data, len);
+	/* starting from state crc is starting from 0 with crc XORed into
+	 * the first four bytes */
+	x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p),
+		_mm_cvtsi32_si128((int)crc));
+	x = fold_engine(x, p + 16, bulk - 16);
+	if (len & 15)
+		x = fold_tail(x, p + len, (uint32_t)(len & 15));
+	return reduce128(x);
+}
+
+/*
+ * The ICRC in one folding pass over the frame where it lies: no copy,
+ * no table. The message is eight bytes of 0xFF, then the IP header on.
+ * Starting from the all-ones state is starting from zero with the first
+ * four 0xFF bytes cleared, so the first block is 00 00 00 00 FF FF FF FF
+ * and the IP header's first 8 bytes; every variant field reads as ones,
+ * so the header blocks are ORed with a mask; whole blocks follow in
+ * place and the last partial one is shifted in (fold_tail).
+ */
+__attribute__((target("pclmul,sse4.1,ssse3")))
+static uint32_t
+icrc_fold(const uint8_t *l3, uint32_t len, uint32_t iplen)
+{
+	const __m128i k1 = kvec(k16);
+	const uint8_t *p;
+	__m128i x;
+	uint32_t n;
+
+	x = _mm_unpacklo_epi64(_mm_set_epi32(0, 0, -1, 0),
+		_mm_loadl_epi64((const __m128i *)l3));
+	if (iplen == DROCE_IPV4_HLEN) {
+		/* TOS (1), TTL (8), checksum (10-11); UDP checksum (26-27);
+		 * BTH byte 4 (32); in blocks from l3 - 8 */
+		x = _mm_or_si128(x, _mm_set_epi32(0, 0xff00, 0, 0));
+		x = fold16(x, k1, _mm_or_si128(_mm_loadu_si128(
+			(const __m128i *)(l3 + 8)),
+			_mm_set_epi32(0, 0, 0, (int)0xffff00ff)));
+		x = fold16(x, k1, _mm_or_si128(_mm_loadu_si128(
+			(const __m128i *)(l3 + 24)),
+			_mm_set_epi32(0, 0xff, 0, (int)0xffff0000)));
+		p = l3 + 40;
+	} else {
+		/* traffic class and flow label (0 low nibble - 3), hop limit
+		 * (7); UDP checksum (46-47); BTH byte 4 (52) */
+		x = _mm_or_si128(x, _mm_set_epi32((int)0xff000000,
+			(int)0xffffff0f, 0, 0));
+		x = fold16(x, k1, _mm_loadu_si128((const __m128i *)(l3 + 8)));
+		x = fold16(x, k1, _mm_loadu_si128((const __m128i *)(l3 + 24)));
+		x = fold16(x, k1, _mm_or_si128(_mm_loadu_si128(
+			(const __m128i *)(l3 + 40)),
+			_mm_set_epi32(0xff, 0, (int)0xffff0000, 0)));
+		p = l3 + 56;
+	}
+	n = (uint32_t)(l3 + len - p);
+	x = fold_engine(x, p, n & ~15u);
+	if (n & 15)
+		x = fold_tail(x, l3 + len, n & 15);
+	return reduce128(x);
 }
 #endif
 
@@ -144,6 +382,41 @@ static crc_fn crc_engine = droce_crc32_update_sw;
 
 /* State after the 8 bytes of 0xFF that start every ICRC. */
 static uint32_t icrc_seed;
+
+/** Pick the CRC engine: "table", "pclmul" or "vpclmul" (AVX-512). For
+ * tests and benchmarks; the default is the fastest the CPU has.
+ * @return 0, or -ENOTSUP when the CPU lacks it. */
+int droce_crc32_set_engine(const char *name);
+
+int
+droce_crc32_set_engine(const char *name)
+{
+	if (strcmp(name, "table") == 0) {
+		crc_engine = droce_crc32_update_sw;
+		return 0;
+	}
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("pclmul") ||
+			!__builtin_cpu_supports("sse4.1"))
+		return -ENOTSUP;
+	if (strcmp(name, "pclmul") == 0) {
+		fold_engine = fold_clmul;
+		crc_engine = crc32_update_fold;
+		return 0;
+	}
+	if (strcmp(name, "vpclmul") == 0 &&
+			__builtin_cpu_supports("vpclmulqdq") &&
+			__builtin_cpu_supports("avx512f") &&
+			__builtin_cpu_supports("avx512bw") &&
+			__builtin_cpu_supports("avx512vl")) {
+		fold_engine = fold_vclmul;
+		crc_engine = crc32_update_fold;
+		return 0;
+	}
+#endif
+	return -ENOTSUP;
+}
 
 __attribute__((constructor))
 static void
@@ -155,21 +428,26 @@ crc_init(void)
 
 	crc_tab_init();
 #if defined(__x86_64__)
-	__builtin_cpu_init();
-	if (__builtin_cpu_supports("pclmul") &&
-			__builtin_cpu_supports("sse4.1"))
-		crc_engine = crc32_update_clmul;
+	fold_consts_init();
+	if (droce_crc32_set_engine("vpclmul") != 0)
+		droce_crc32_set_engine("pclmul");
 #endif
 	icrc_seed = droce_crc32_update_sw(0xffffffffu, ones, sizeof(ones));
 }
 
-/** Which engine droce_crc32_update uses: "pclmul" or "table". */
+/** Which engine droce_crc32_update uses: "vpclmul", "pclmul" or "table". */
 const char *droce_crc32_engine(void);
 
 const char *
 droce_crc32_engine(void)
 {
-	return crc_engine == droce_crc32_update_sw ? "table" : "pclmul";
+	if (crc_engine == droce_crc32_update_sw)
+		return "table";
+#if defined(__x86_64__)
+	if (fold_engine == fold_vclmul)
+		return "vpclmul";
+#endif
+	return "pclmul";
 }
 
 uint32_t
@@ -214,40 +492,6 @@ droce_icrc_hdr(const uint8_t *l3, uint32_t hdr_len_from_l3)
 	return droce_crc32_update(crc, l3 + n, hdr_len_from_l3 - n);
 }
 
-#if defined(__x86_64__)
-/* Frames up to this many bytes from the IP header take the one-pass path. */
-#define ICRC_ONE_PASS_MAX 512u
-
-/*
- * One pass for short frames: the 8 bytes of 0xFF, the masked headers and
- * the payload are laid out in one buffer and folded from a zero state, so
- * the table engine sees 16 bytes instead of every header piece. Two CRC
- * facts make that exact: starting from state S is starting from 0 with S
- * XORed into the first 4 bytes (so the leading 0xFFs become 00 00 00 00
- * FF FF FF FF for the initial all-ones state), and zero bytes in front of
- * a message leave a zero state at zero, so the buffer is front-padded to
- * a multiple of 16 bytes (and at least 64) for the folding loop.
- */
-__attribute__((target("pclmul,sse4.1")))
-static uint32_t
-icrc_one_pass(const uint8_t *l3, uint32_t len, uint32_t iplen)
-{
-	uint8_t buf[ICRC_ONE_PASS_MAX + 8 + 64] __attribute__((aligned(16)));
-	uint32_t total = len + 8, padded, pad;
-	uint8_t *m;
-
-	padded = (total + 15) & ~15u;
-	if (padded < 64)
-		padded = 64;
-	pad = padded - total;
-	memset(buf, 0, pad + 4);
-	memset(buf + pad + 4, 0xff, 4);
-	m = buf + pad + 8;
-	memcpy(m, l3, len);
-	icrc_mask(m, iplen);
-	return crc32_update_clmul(0, buf, padded);
-}
-#endif
 
 uint32_t
 droce_icrc(const uint8_t *l3, uint32_t len)
@@ -257,9 +501,8 @@ droce_icrc(const uint8_t *l3, uint32_t len)
 	uint32_t st;
 
 #if defined(__x86_64__)
-	if (crc_engine != droce_crc32_update_sw && len >= h &&
-			len <= ICRC_ONE_PASS_MAX)
-		return droce_icrc_final(icrc_one_pass(l3, len, iplen));
+	if (crc_engine != droce_crc32_update_sw && len >= h)
+		return droce_icrc_final(icrc_fold(l3, len, iplen));
 #endif
 	st = droce_icrc_hdr(l3, h);
 	st = droce_crc32_update(st, l3 + h, len - h);
