@@ -38,6 +38,7 @@ static struct {
 	const char *vdev, *eal, *ip, *peer_ip, *json, *sc_addr, *ip6;
 	int timeout;
 	int port;
+	uint32_t mtu;
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
 	uint32_t iters, nqp, queues, cores, depth, post_list;
@@ -137,7 +138,9 @@ usage(void)
 "  --sc-addr A.B.C.D   side channel address (127.0.0.1)\n"
 "  --ip6 ADDR          also an IPv6 address; QPs then use IPv6 GIDs\n"
 "                      (index 2) and IPv6 neighbour discovery\n"
-"  --timeout N         local ACK timeout exponent (14: 67 ms)\n");
+"  --timeout N         local ACK timeout exponent (14: 67 ms)\n"
+"  --mtu N             port (Ethernet) MTU (1500: path MTU 1024; 4200 or\n"
+"                      more: 4096); both sides must agree\n");
 }
 
 static int
@@ -172,6 +175,7 @@ parse_args(int argc, char **argv)
 		{ "sc-addr", required_argument, NULL, 'A' },
 		{ "ip6", required_argument, NULL, '6' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "mtu", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -228,6 +232,7 @@ parse_args(int argc, char **argv)
 		case 'A': opt.sc_addr = optarg; break;
 		case '6': opt.ip6 = optarg; break;
 		case 'T': opt.timeout = atoi(optarg); break;
+		case 'M': opt.mtu = (uint32_t)atoi(optarg); break;
 		default:
 			usage();
 			return -1;
@@ -264,6 +269,8 @@ setup(void)
 	pc.eal_args = opt.eal;
 	pc.devargs = opt.vdev;
 	pc.nb_queues = opt.queues;
+	if (opt.mtu)
+		pc.mtu = opt.mtu;
 	pc.mode = DROCE_PROGRESS_INLINE;
 	inet_pton(AF_INET, opt.ip, &a);
 	pc.ipv4 = ntohl(a.s_addr);

@@ -596,9 +596,16 @@ port_setup(struct droce_port *p)
 		(uint16_t)p->nb_queues, &ec);
 	if (rc)
 		return rc;
-	/* not every virtual PMD supports setting an MTU: keep going */
-	if (rte_eth_dev_set_mtu(p->port_id, mtu) != 0)
+	/*
+	 * Not every virtual PMD can set an MTU (net_memif has no mtu_set and
+	 * carries frames of any length up to its max_mtu): keep the one asked
+	 * for where the PMD says it fits, else take the PMD's.
+	 */
+	rc = rte_eth_dev_set_mtu(p->port_id, mtu);
+	if (rc != 0 && !(rc == -ENOTSUP && mtu <= info.max_mtu))
 		rte_eth_dev_get_mtu(p->port_id, &mtu);
+	DP_LOG(DEBUG, "port %u: MTU %u (asked %u, set_mtu %d, max %u)",
+		p->port_id, mtu, p->mtu, rc, info.max_mtu);
 	p->mtu = mtu ? mtu : 1500;
 	for (i = 0; i < p->nb_queues; i++) {
 		rc = rte_eth_rx_queue_setup(p->port_id, (uint16_t)i, 1024,

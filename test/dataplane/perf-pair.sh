@@ -12,6 +12,8 @@
 # The client's arguments select the test; its exit status is the result.
 # --telemetry: while the client runs, read the server's counters through
 # its telemetry socket and require that they moved.
+# PAIR_MEMIF_ARGS: more net_memif devargs for both (bsize=8192 for jumbo
+# frames in one buffer).
 # PAIR_SRV_LCORES / PAIR_CLI_LCORES: the sides' EAL lcore lists (0 and 1),
 # for --cores N; PAIR_EAL_EXTRA: more EAL arguments for both.
 # Everything started is torn down on exit, failed or not.
@@ -50,8 +52,8 @@ trap cleanup EXIT
 case $link in
 memif)
 	sock="$work/memif.sock"
-	srv_vdev="net_memif0,role=server,socket=$sock"
-	cli_vdev="net_memif0,role=client,socket=$sock"
+	srv_vdev="net_memif0,role=server,socket=$sock${PAIR_MEMIF_ARGS:+,$PAIR_MEMIF_ARGS}"
+	cli_vdev="net_memif0,role=client,socket=$sock${PAIR_MEMIF_ARGS:+,$PAIR_MEMIF_ARGS}"
 	srv_ns="" cli_ns=""
 	sc_addr=127.0.0.1
 	;;
