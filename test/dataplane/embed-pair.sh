@@ -1,29 +1,65 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# examples/embed_write, server and client over net_memif: the server's
-# droce progresses in its background thread while its application waits;
-# with "lcores", on an lcore each application hands droce
-# (DROCE_PROGRESS_LCORES, droce_port_run launched with rte_eal_remote_launch).
+# examples/embed_write, server and client: the server's droce progresses in
+# its background thread while its application waits. Modes:
+#   thread  over net_memif (default)
+#   lcores  over net_memif, on an lcore each application hands droce
+#           (DROCE_PROGRESS_LCORES, droce_port_run via rte_eal_remote_launch)
+#   tap     over two net_tap ports joined by a kernel bridge
 set -uo pipefail
 exe=$1
 mode=${2:-thread}
 srv_l="-l 0"; cli_l="-l 1"
-if [ "$mode" = lcores ]; then
-	export EMBED_LCORES=1
-	srv_l="-l 0,1 --main-lcore 0"; cli_l="-l 0,1 --main-lcore 1"
-fi
 dir=$(mktemp -d /tmp/droce-embed.XXXXXX)
 tag=$(printf '%s' "$$$RANDOM" | md5sum | cut -c1-6)
-pid=""
-trap '[ -n "$pid" ] && kill $pid 2>/dev/null; rm -rf "$dir" /var/run/dpdk/ews$tag /var/run/dpdk/ewc$tag' EXIT
-"$exe" server "$dir" 10.197.0.1 "net_memif0,role=server,socket=$dir/s.sock" \
-	-- --file-prefix ews$tag $srv_l --no-pci --log-level=4 &
+srv_dev="net_memif0,role=server,socket=$dir/s.sock"
+cli_dev="net_memif0,role=client,socket=$dir/s.sock"
+br="" pid="" jpid=""
+case $mode in
+lcores)
+	export EMBED_LCORES=1
+	srv_l="-l 0,1 --main-lcore 0"; cli_l="-l 0,1 --main-lcore 1" ;;
+tap)
+	command -v ip >/dev/null || { echo "no iproute2: skip"; exit 77; }
+	br="drbr$tag"
+	ip link add "$br" type bridge 2>/dev/null ||
+		{ echo "cannot create a bridge: skip"; exit 77; }
+	ip link set "$br" up
+	srv_dev="net_tap0,iface=dts$tag"
+	cli_dev="net_tap0,iface=dtc$tag" ;;
+esac
+cleanup() {
+	[ -n "$pid" ] && kill $pid 2>/dev/null
+	[ -n "$jpid" ] && kill $jpid 2>/dev/null
+	[ -n "$br" ] && ip link del "$br" 2>/dev/null
+	rm -rf "$dir" /var/run/dpdk/ews$tag /var/run/dpdk/ewc$tag
+}
+trap cleanup EXIT
+if [ "$mode" = tap ]; then
+	# the PMD creates the tap devices: put each on the bridge once it is
+	# there. net_tap gives the kernel side droce's own MAC, and a bridge
+	# keeps frames for a port's own address for the host: the kernel
+	# side gets another one.
+	( n=0; for t in dts$tag dtc$tag; do
+		n=$((n + 1))
+		for i in $(seq 300); do
+			ip link set "$t" address "02:00:5e:00:00:0$n" 2>/dev/null &&
+				ip link set "$t" master "$br" 2>/dev/null && break
+			sleep 0.05
+		done
+	done ) &
+	jpid=$!
+fi
+"$exe" server "$dir" 10.197.0.1 "$srv_dev" \
+	-- --file-prefix ews$tag $srv_l --no-pci --log-level=4 > "$dir/srv.out" &
 pid=$!
 sleep 0.3
-"$exe" client "$dir" 10.197.0.2 "net_memif0,role=client,socket=$dir/s.sock" \
+"$exe" client "$dir" 10.197.0.2 "$cli_dev" \
 	-- --file-prefix ewc$tag $cli_l --no-pci --log-level=4
 rc=$?
 wait $pid
 src=$?
 pid=""
-[ $rc -eq 0 ] && [ $src -eq 0 ]
+cat "$dir/srv.out"
+[ $rc -eq 0 ] && [ $src -eq 0 ] || exit 1
+exit 0
