@@ -68,10 +68,28 @@ droce_crc32_update_sw(uint32_t crc, const void *data, size_t len)
 	return crc;
 }
 
+/* The ICRC's view of a header copy at m (IP, UDP, BTH): variant fields
+ * read as all ones. */
+static inline void
+icrc_mask(uint8_t *m, uint32_t iplen)
+{
+	if (iplen == DROCE_IPV4_HLEN) {
+		m[1] = 0xff;			/* TOS */
+		m[8] = 0xff;			/* TTL */
+		m[10] = m[11] = 0xff;		/* header checksum */
+	} else {
+		m[0] |= 0x0f;			/* traffic class, flow label */
+		m[1] = m[2] = m[3] = 0xff;
+		m[7] = 0xff;			/* hop limit */
+	}
+	m[iplen + 6] = m[iplen + 7] = 0xff;	/* UDP checksum */
+	m[iplen + DROCE_UDP_HLEN + 4] = 0xff;	/* BTH FECN/BECN/resv6 */
+}
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-#define CLMUL_TARGET "pclmul,sse4.1"
+#define CLMUL_TARGET "pclmul,sse4.1,ssse3"
 #define VCLMUL_TARGET "avx512f,avx512bw,avx512vl,vpclmulqdq,pclmul,sse4.1"
 
 /*
@@ -88,6 +106,14 @@ struct fold_k {
 
 static struct fold_k k16, k32, k48, k64, k256;
 static uint64_t k_r5;	/* x^64 mod P: 64 -> 32 bits */
+
+/*
+ * What the ICRC ORs into the first blocks of its message (8 bytes, then
+ * the IP header on), for IPv4 [0] and IPv6 [1]: bytes 4-7 of 0xFF (the
+ * all-ones start state folded into the leading 0xFFs clears bytes 0-3)
+ * and the variant header fields, laid out by icrc_mask itself.
+ */
+static uint8_t icrc_or[2][64] __attribute__((aligned(16)));
 
 /* x^n mod P in normal bit order (P = 0x104C11DB7). */
 static uint32_t
@@ -128,6 +154,10 @@ fold_consts_init(void)
 	k64 = kdist(64);
 	k256 = kdist(256);
 	k_r5 = kconst(64);
+	memset(icrc_or[0] + 4, 0xff, 4);
+	icrc_mask(icrc_or[0] + 8, DROCE_IPV4_HLEN);
+	memset(icrc_or[1] + 4, 0xff, 4);
+	icrc_mask(icrc_or[1] + 8, DROCE_IPV6_HLEN);
 }
 
 __attribute__((target(CLMUL_TARGET)))
@@ -274,9 +304,6 @@ fold_vclmul(__m128i x, const uint8_t *p, size_t len)
 typedef __m128i (*fold_fn)(__m128i, const uint8_t *, size_t);
 static fold_fn fold_engine;
 
-#endif
-
-#if defined(__x86_64__)
 /* pshufb indices: 16 + i picks byte i, 0x80 a zero */
 static const uint8_t shift_tab[48] = {
 	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
@@ -292,7 +319,7 @@ static const uint8_t shift_tab[48] = {
  * first r of them, zero-extended in front, fold 16 bytes forward onto
  * the other 16.
  */
-__attribute__((target("pclmul,sse4.1,ssse3")))
+__attribute__((target(CLMUL_TARGET)))
 static inline __m128i
 fold_tail(__m128i x, const uint8_t *end, uint32_t r)
 {
@@ -306,7 +333,7 @@ fold_tail(__m128i x, const uint8_t *end, uint32_t r)
 }
 
 /* CRC update through folding (inputs under 32 bytes take the tables). */
-__attribute__((target("pclmul,sse4.1,ssse3")))
+__attribute__((target(CLMUL_TARGET)))
 static uint32_t
 crc32_update_fold(uint32_t crc, const void *data, size_t len)
 {
@@ -328,52 +355,42 @@ crc32_update_fold(uint32_t crc, const void *data, size_t len)
 
 /*
  * The ICRC in one folding pass over the frame where it lies: no copy,
- * no table. The message is eight bytes of 0xFF, then the IP header on.
- * Starting from the all-ones state is starting from zero with the first
- * four 0xFF bytes cleared, so the first block is 00 00 00 00 FF FF FF FF
- * and the IP header's first 8 bytes; every variant field reads as ones,
- * so the header blocks are ORed with a mask; whole blocks follow in
- * place and the last partial one is shifted in (fold_tail).
+ * no table. The message is eight bytes of 0xFF, then the IP header on;
+ * its first nh blocks, up to the last variant field (BTH byte 4), are
+ * ORed with icrc_or[v6], whole blocks follow in place and the last
+ * partial one is shifted in (fold_tail). Inlined once per IP version so
+ * that the header loop unrolls.
  */
-__attribute__((target("pclmul,sse4.1,ssse3")))
-static uint32_t
-icrc_fold(const uint8_t *l3, uint32_t len, uint32_t iplen)
+__attribute__((target(CLMUL_TARGET), always_inline))
+static inline uint32_t
+icrc_fold_v(const uint8_t *l3, uint32_t len, uint32_t v6)
 {
 	const __m128i k1 = kvec(k16);
-	const uint8_t *p;
+	const __m128i *m = (const __m128i *)icrc_or[v6];
+	const uint32_t nh = ((v6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN) +
+		DROCE_UDP_HLEN + 12) / 16 + 1;
+	const uint8_t *p = l3 - 8 + 16 * nh;	/* the frame reaches it */
 	__m128i x;
-	uint32_t n;
+	uint32_t i, n;
 
-	x = _mm_unpacklo_epi64(_mm_set_epi32(0, 0, -1, 0),
-		_mm_loadl_epi64((const __m128i *)l3));
-	if (iplen == DROCE_IPV4_HLEN) {
-		/* TOS (1), TTL (8), checksum (10-11); UDP checksum (26-27);
-		 * BTH byte 4 (32); in blocks from l3 - 8 */
-		x = _mm_or_si128(x, _mm_set_epi32(0, 0xff00, 0, 0));
+	x = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64(
+		(const __m128i *)l3), 8), m[0]);
+	for (i = 1; i < nh; i++)
 		x = fold16(x, k1, _mm_or_si128(_mm_loadu_si128(
-			(const __m128i *)(l3 + 8)),
-			_mm_set_epi32(0, 0, 0, (int)0xffff00ff)));
-		x = fold16(x, k1, _mm_or_si128(_mm_loadu_si128(
-			(const __m128i *)(l3 + 24)),
-			_mm_set_epi32(0, 0xff, 0, (int)0xffff0000)));
-		p = l3 + 40;
-	} else {
-		/* traffic class and flow label (0 low nibble - 3), hop limit
-		 * (7); UDP checksum (46-47); BTH byte 4 (52) */
-		x = _mm_or_si128(x, _mm_set_epi32((int)0xff000000,
-			(int)0xffffff0f, 0, 0));
-		x = fold16(x, k1, _mm_loadu_si128((const __m128i *)(l3 + 8)));
-		x = fold16(x, k1, _mm_loadu_si128((const __m128i *)(l3 + 24)));
-		x = fold16(x, k1, _mm_or_si128(_mm_loadu_si128(
-			(const __m128i *)(l3 + 40)),
-			_mm_set_epi32(0xff, 0, (int)0xffff0000, 0)));
-		p = l3 + 56;
-	}
+			(const __m128i *)(l3 - 8 + 16 * i)), m[i]));
 	n = (uint32_t)(l3 + len - p);
 	x = fold_engine(x, p, n & ~15u);
 	if (n & 15)
 		x = fold_tail(x, l3 + len, n & 15);
 	return reduce128(x);
+}
+
+__attribute__((target(CLMUL_TARGET)))
+static uint32_t
+icrc_fold(const uint8_t *l3, uint32_t len, uint32_t iplen)
+{
+	return iplen == DROCE_IPV4_HLEN ? icrc_fold_v(l3, len, 0) :
+		icrc_fold_v(l3, len, 1);
 }
 #endif
 
@@ -456,24 +473,6 @@ droce_crc32_update(uint32_t crc, const void *data, size_t len)
 	return crc_engine(crc, data, len);
 }
 
-/* The ICRC's view of a header copy at m (IP, UDP, BTH): variant fields
- * read as all ones. */
-static inline void
-icrc_mask(uint8_t *m, uint32_t iplen)
-{
-	if (iplen == DROCE_IPV4_HLEN) {
-		m[1] = 0xff;			/* TOS */
-		m[8] = 0xff;			/* TTL */
-		m[10] = m[11] = 0xff;		/* header checksum */
-	} else {
-		m[0] |= 0x0f;			/* traffic class, flow label */
-		m[1] = m[2] = m[3] = 0xff;
-		m[7] = 0xff;			/* hop limit */
-	}
-	m[iplen + 6] = m[iplen + 7] = 0xff;	/* UDP checksum */
-	m[iplen + DROCE_UDP_HLEN + 4] = 0xff;	/* BTH FECN/BECN/resv6 */
-}
-
 uint32_t
 droce_icrc_hdr(const uint8_t *l3, uint32_t hdr_len_from_l3)
 {
@@ -491,7 +490,6 @@ droce_icrc_hdr(const uint8_t *l3, uint32_t hdr_len_from_l3)
 	crc = droce_crc32_update(icrc_seed, m, n);
 	return droce_crc32_update(crc, l3 + n, hdr_len_from_l3 - n);
 }
-
 
 uint32_t
 droce_icrc(const uint8_t *l3, uint32_t len)
