@@ -7,7 +7,8 @@
  * RDMA WRITEs to a peer. Progress runs in droce's background thread, so the
  * server does nothing while the client writes into its memory; a final SEND
  * tells it to look. The two sides find each other through files in a
- * directory (a real application would use its own control channel).
+ * directory (a real application would use its own control channel), and
+ * the server closes only once the client says its SEND completed.
  *
  *   embed_write server DIR 10.0.0.1 net_memif0,role=server,socket=S -- EAL..
  *   embed_write client DIR 10.0.0.2 net_memif0,role=client,socket=S -- EAL..
@@ -59,6 +60,35 @@ exchange(const char *dir, const char *me, const char *peer,
 				return 0;
 		}
 		usleep(100000);
+	}
+	return -1;
+}
+
+/* Leave a mark in DIR that the peer is waiting for. */
+static void
+mark(const char *dir, const char *name)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	if (f != NULL)
+		fclose(f);
+}
+
+/* Wait up to secs seconds for the peer's mark; 0 once it is there. */
+static int
+await_mark(const char *dir, const char *name, int secs)
+{
+	char path[512];
+	int i;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	for (i = 0; i < secs * 100; i++) {
+		if (access(path, F_OK) == 0)
+			return 0;
+		usleep(10000);
 	}
 	return -1;
 }
@@ -209,6 +239,13 @@ main(int argc, char **argv)
 		fprintf(stderr, "QP setup failed\n");
 		return 1;
 	}
+	/* the peer drops what reaches its QP before RTR: start together */
+	mark(argv[2], server ? "server.ready" : "client.ready");
+	if (await_mark(argv[2], server ? "client.ready" : "server.ready",
+			60) != 0) {
+		fprintf(stderr, "the peer's QP never got ready\n");
+		return 1;
+	}
 
 	if (server) {
 		/* passive: droce's thread places the WRITEs; wait for "done" */
@@ -225,6 +262,14 @@ main(int argc, char **argv)
 			}
 		if (rc == 0)
 			printf("server: %d RDMA WRITEs arrived intact\n", WRITES);
+		/*
+		 * Stay until the client has its SEND's completion. Our ACK
+		 * may still be in flight, or lost and due again for the
+		 * client's retry; close now and the client retries into a
+		 * closed port until its retry count runs out.
+		 */
+		if (await_mark(argv[2], "client.done", 60) != 0)
+			fprintf(stderr, "server: the client never finished\n");
 	} else {
 		struct ibv_send_wr wr, *bad;
 
@@ -252,6 +297,7 @@ main(int argc, char **argv)
 		}
 		printf("client: %d RDMA WRITEs and a SEND %s\n", WRITES,
 			rc ? "FAILED" : "completed");
+		mark(argv[2], "client.done");	/* the server may go now */
 	}
 	droce_port_close(port);
 	return rc ? 1 : 0;

@@ -383,10 +383,33 @@ droce_port_progress_locked(struct droce_port *p, uint32_t qi)
 	return queue_poll(&p->q[qi]);
 }
 
+/*
+ * Take a queue's lock: spin a little (a poll pass holds it for microseconds),
+ * then yield between tries. Where threads outnumber cores the holder may be
+ * preempted, and a waiter spinning on the core it needs keeps it off for a
+ * whole time slice; two processes doing so to each other on two cores
+ * turned each round trip into milliseconds and tripped retry counts.
+ */
+static void
+queue_lock(struct dp_queue *q)
+{
+	uint64_t start;
+
+	if (likely(rte_spinlock_trylock(&q->lock)))
+		return;
+	start = rte_rdtsc();
+	while (!rte_spinlock_trylock(&q->lock)) {
+		if (rte_rdtsc() - start < DP_LOCK_SPIN_CYCLES)
+			rte_pause();
+		else
+			sched_yield();
+	}
+}
+
 void
 droce_port_lock(struct droce_port *p, uint32_t q)
 {
-	rte_spinlock_lock(&p->q[q].lock);
+	queue_lock(&p->q[q]);
 }
 
 void
@@ -395,7 +418,7 @@ droce_port_lock_driving(struct droce_port *p, uint32_t q)
 	/* the application drives this queue: the thread keeps off it, also
 	 * while we wait for the lock it holds */
 	p->q[q].app_poll_tsc = rte_rdtsc();
-	rte_spinlock_lock(&p->q[q].lock);
+	queue_lock(&p->q[q]);
 }
 
 void
