@@ -214,6 +214,7 @@ struct droce_qp {
 	int sq_draining;
 	struct droce_av av;
 	struct droce_pkt tmpl;	/* header template from the AV */
+	struct droce_hdr_tmpl htmpl;	/* the same laid out (RC, UC) */
 
 	/* requester */
 	struct tp_sq sq;

@@ -250,10 +250,14 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	buf = tp_tx_get(q, cap, &b);
 	if (buf == NULL)
 		return 0;
-	if (qp->type == IBV_QPT_UD)
+	if (qp->type == IBV_QPT_UD) {
 		tp_ud_template(qp, &p, w->ah);
-	else
-		p = qp->tmpl;
+	} else {
+		/* the headers come from qp->htmpl: set what the BTH and
+		 * extension headers need, not a whole packet */
+		p.se = 0;
+		p.ackreq = 0;
+	}
 	p.dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
 	p.psn = qp->psn;
 	switch (w->opcode) {
@@ -313,7 +317,8 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	if (p.ackreq)
 		qp->noack_pkts = 0;
 	p.payload_len = plen;
-	hlen = droce_wire_build_hdr(&p, buf, b->cap);
+	hlen = qp->type == IBV_QPT_UD ? droce_wire_build_hdr(&p, buf, b->cap) :
+		droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
 	if (hlen < 0 || gather(qp, w, off, buf + hlen, plen) != 0)
 		return -1;
 	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));

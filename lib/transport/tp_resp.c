@@ -538,20 +538,22 @@ send_ack(struct droce_qp *qp)
 {
 	struct droce_tp_queue *q = qp->queue;
 	struct droce_txbuf *b;
-	struct droce_pkt p = qp->tmpl;
+	struct droce_pkt p;	/* BTH and AETH: the rest is qp->htmpl */
 	uint8_t *buf;
 	int hlen;
 
 	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + 8, &b);
 	if (buf == NULL)
 		return 0;
+	p.se = 0;
+	p.ackreq = 0;
 	p.opcode = DROCE_OP_RC_ACK;
 	p.dqpn = qp->dest_qpn;
 	p.psn = qp->ack_psn;
 	p.aeth_syndrome = qp->ack_syndrome;
 	p.aeth_msn = qp->msn;
 	p.payload_len = 0;
-	hlen = droce_wire_build_hdr(&p, buf, b->cap);
+	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
 	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
 	if (!qp->ack_is_nak)
 		qp->st.acks_tx++;
@@ -565,7 +567,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 {
 	struct droce_tp_queue *q = qp->queue;
 	struct droce_txbuf *b;
-	struct droce_pkt p = qp->tmpl;
+	struct droce_pkt p;	/* BTH and after: the rest is qp->htmpl */
 	uint32_t plen = 0;
 	uint8_t *buf;
 	int hlen, first, last;
@@ -573,6 +575,8 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
 	if (buf == NULL)
 		return 0;
+	p.se = 0;
+	p.ackreq = 0;
 	p.dqpn = qp->dest_qpn;
 	p.aeth_syndrome = DROCE_AETH_ACK_NOCREDIT;
 	p.aeth_msn = r->msn;
@@ -592,7 +596,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		p.psn = r->cur_psn;
 	}
 	p.payload_len = plen;
-	hlen = droce_wire_build_hdr(&p, buf, b->cap);
+	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
 	if (plen)
 		memcpy(buf + hlen, r->base + r->sent, plen);
 	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));

@@ -102,6 +102,7 @@ tp_qp_set_template(struct droce_qp *qp)
 	sport = qp->av.udp_sport ? qp->av.udp_sport :
 		droce_udp_sport_flow(qp->qpn, qp->dest_qpn, qp->av.flow_label);
 	fill_l2l4(qp->dev, &qp->tmpl, &qp->av, sport);
+	droce_wire_tmpl_init(&qp->htmpl, &qp->tmpl);
 }
 
 /* For UD: the template comes from the WR's address handle. */

@@ -308,6 +308,39 @@ int droce_wire_build(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap);
 int droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap);
 
 /**
+ * The Ethernet, IP and UDP headers every frame of one connection shares,
+ * laid out once: a frame's headers are then a copy, its lengths, and its
+ * BTH and extension headers (droce_wire_build_hdr_tmpl).
+ */
+struct droce_hdr_tmpl {
+	uint8_t bytes[DROCE_ETH_HLEN + DROCE_VLAN_HLEN + DROCE_IPV6_HLEN +
+		DROCE_UDP_HLEN];
+	uint8_t l3_off;		/**< where the IP header starts */
+	uint8_t bth_off;	/**< where the BTH starts */
+	uint8_t ip_ver;
+	uint16_t pkey;
+	uint32_t ip_csum_base;	/**< IPv4: header sum without total length */
+};
+
+/**
+ * Lay out the template from pkt's Ethernet, IP, UDP fields and P_Key.
+ * @return 0, or -EINVAL for an IP version other than 4 or 6.
+ */
+int droce_wire_tmpl_init(struct droce_hdr_tmpl *t, const struct droce_pkt *pkt);
+
+/**
+ * droce_wire_build_hdr() for a frame of t's connection. Of pkt it reads
+ * only opcode, se, ackreq, dqpn, psn, payload_len and the extension
+ * headers the opcode carries (MigReq, TVer, FECN, BECN and reserved bits
+ * are sent as 0). buf needs DROCE_MAX_HDR_LEN bytes of room: the copy may
+ * write past the headers, where the payload goes next.
+ *
+ * @return header length, or -EINVAL if the opcode is unknown.
+ */
+int droce_wire_build_hdr_tmpl(const struct droce_hdr_tmpl *t,
+		const struct droce_pkt *pkt, uint8_t *buf);
+
+/**
  * Finish a frame laid out contiguously by droce_wire_build_hdr() plus
  * payload: write the pad bytes (zero) and the ICRC after the payload, and
  * for IPv6 the UDP checksum. buf must have room for the pad and the ICRC.

@@ -157,6 +157,72 @@ droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 	return (int)hlen;
 }
 
+int
+droce_wire_tmpl_init(struct droce_hdr_tmpl *t, const struct droce_pkt *pkt)
+{
+	struct droce_pkt p = *pkt;
+	uint8_t hdr[DROCE_MAX_HDR_LEN];
+	uint8_t *ip;
+	int hlen;
+
+	memset(t, 0, sizeof(*t));	/* ip_ver 0: builds fail, as they should */
+	p.opcode = DROCE_OP_RC_SEND_ONLY;
+	p.payload_len = 0;
+	hlen = droce_wire_build_hdr(&p, hdr, sizeof(hdr));
+	if (hlen < 0)
+		return hlen;
+	t->l3_off = (uint8_t)l2_len(pkt);
+	t->bth_off = (uint8_t)(hlen - DROCE_BTH_LEN);
+	t->ip_ver = pkt->ip_ver;
+	t->pkey = pkt->pkey;
+	memcpy(t->bytes, hdr, t->bth_off);
+	if (pkt->ip_ver == 4) {
+		/* everything but the total length (and the sum itself) */
+		ip = t->bytes + t->l3_off;
+		put_be16(ip + 2, 0);
+		put_be16(ip + 10, 0);
+		t->ip_csum_base = csum_add(0, ip, DROCE_IPV4_HLEN);
+	}
+	return 0;
+}
+
+int
+droce_wire_build_hdr_tmpl(const struct droce_hdr_tmpl *t,
+		const struct droce_pkt *pkt, uint8_t *buf)
+{
+	const struct droce_opcode_info *oi = &droce_opcode_info[pkt->opcode];
+	uint32_t pad, udp_len;
+	uint8_t *ip, *bth;
+
+	if (!oi->valid || t->ip_ver == 0)
+		return -EINVAL;
+	pad = pad_of(pkt->payload_len);
+	udp_len = DROCE_UDP_HLEN + oi->hdr_len + pkt->payload_len + pad +
+		DROCE_ICRC_LEN;
+	/* a fixed-size copy is a few vector moves; what it writes past the
+	 * UDP header, the BTH and the payload overwrite */
+	memcpy(buf, t->bytes, sizeof(t->bytes));
+	ip = buf + t->l3_off;
+	if (t->ip_ver == 4) {
+		put_be16(ip + 2, (uint16_t)(DROCE_IPV4_HLEN + udp_len));
+		put_be16(ip + 10, csum_fold(t->ip_csum_base +
+			DROCE_IPV4_HLEN + udp_len));
+	} else {
+		put_be16(ip + 4, (uint16_t)udp_len);
+	}
+	bth = buf + t->bth_off;
+	put_be16(bth - DROCE_UDP_HLEN + 4, (uint16_t)udp_len);
+	bth[0] = pkt->opcode;
+	bth[1] = (uint8_t)((pkt->se ? 0x80 : 0) | pad << 4);
+	put_be16(bth + 2, t->pkey);
+	bth[4] = 0;
+	put_be24(bth + 5, pkt->dqpn);
+	bth[8] = pkt->ackreq ? 0x80 : 0;
+	put_be24(bth + 9, pkt->psn);
+	build_ext(pkt, oi, bth);
+	return (int)(t->bth_off + oi->hdr_len);
+}
+
 /* Where the IP header starts: after the Ethernet header and a VLAN tag. */
 static uint32_t
 frame_l3_off(const uint8_t *buf)
