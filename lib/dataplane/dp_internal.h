@@ -22,8 +22,8 @@
 #define DP_MAX_QUEUES	16
 #define DP_NEIGH	64
 #define DP_TXQ_LEN	512
-/* how long a lock waiter spins before it yields (~20 us at 2.5 GHz) */
-#define DP_LOCK_SPIN_CYCLES 50000
+/* how long a lock waiter spins before it yields (~1 ms at 2.5 GHz) */
+#define DP_LOCK_SPIN_CYCLES 2500000
 
 struct dp_fault_stats {
 	uint64_t dropped, duplicated, reordered, corrupted, delayed;

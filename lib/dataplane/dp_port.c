@@ -384,11 +384,13 @@ droce_port_progress_locked(struct droce_port *p, uint32_t qi)
 }
 
 /*
- * Take a queue's lock: spin a little (a poll pass holds it for microseconds),
- * then yield between tries. Where threads outnumber cores the holder may be
- * preempted, and a waiter spinning on the core it needs keeps it off for a
- * whole time slice; two processes doing so to each other on two cores
- * turned each round trip into milliseconds and tripped retry counts.
+ * Take a queue's lock: spin up to ~1 ms, then yield between tries. Where
+ * threads outnumber cores the holder may be preempted, and a waiter
+ * spinning on the core it needs keeps it off for a whole time slice
+ * (~4 ms); two processes doing so to each other on two cores made each
+ * round trip milliseconds. A pass can hold the lock for tens of
+ * microseconds (a 64 KB message is 64 frames): yielding after 20 us cost
+ * ib_write_bw on two cores a third of its rate, after 1 ms nothing.
  */
 static void
 queue_lock(struct dp_queue *q)
