@@ -39,14 +39,24 @@ if [ "$mode" = tap ]; then
 	# the PMD creates the tap devices: put each on the bridge once it is
 	# there. net_tap gives the kernel side droce's own MAC, and a bridge
 	# keeps frames for a port's own address for the host: the kernel
-	# side gets another one.
-	( n=0; for t in dts$tag dtc$tag; do
-		n=$((n + 1))
-		for i in $(seq 300); do
-			ip link set "$t" address "02:00:5e:00:00:0$n" 2>/dev/null &&
-				ip link set "$t" master "$br" 2>/dev/null && break
-			sleep 0.05
+	# side gets another one. Kept so for the whole run, not set once:
+	# with a one-time change, ~1 run in 30 failed with the server's frames
+	# never reaching the client (the server got and ACKed every retry),
+	# as when the bridge holds the client's address as its own: net_tap
+	# sets the kernel side's MAC itself at probe, after the device
+	# appears, and may undo ours.
+	( while :; do
+		n=0
+		for t in dts$tag dtc$tag; do
+			n=$((n + 1))
+			[ -e /sys/class/net/$t ] || continue
+			want="02:00:5e:00:00:0$n"
+			[ "$(cat /sys/class/net/$t/address 2>/dev/null)" = "$want" ] ||
+				ip link set "$t" address "$want" 2>/dev/null
+			[ -e /sys/class/net/$t/master ] ||
+				ip link set "$t" master "$br" 2>/dev/null
 		done
+		sleep 0.02
 	done ) &
 	jpid=$!
 fi
