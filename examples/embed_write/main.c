@@ -34,36 +34,6 @@ struct info {
 	uint64_t addr;
 };
 
-static int
-exchange(const char *dir, const char *me, const char *peer,
-		const struct info *mine, struct info *theirs)
-{
-	char path[512], tmp[520];
-	FILE *f;
-	int i;
-
-	snprintf(path, sizeof(path), "%s/%s.info", dir, me);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (f == NULL || fwrite(mine, sizeof(*mine), 1, f) != 1)
-		return -1;
-	fclose(f);
-	rename(tmp, path);	/* the peer never sees half a file */
-	snprintf(path, sizeof(path), "%s/%s.info", dir, peer);
-	for (i = 0; i < 600; i++) {
-		f = fopen(path, "r");
-		if (f != NULL) {
-			int ok = fread(theirs, sizeof(*theirs), 1, f) == 1;
-
-			fclose(f);
-			if (ok)
-				return 0;
-		}
-		usleep(100000);
-	}
-	return -1;
-}
-
 /* Leave a mark in DIR that the peer is waiting for. */
 static void
 mark(const char *dir, const char *name)
@@ -91,6 +61,33 @@ await_mark(const char *dir, const char *name, int secs)
 		usleep(10000);
 	}
 	return -1;
+}
+
+static int
+exchange(const char *dir, const char *me, const char *peer,
+		const struct info *mine, struct info *theirs)
+{
+	char path[512], tmp[520];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "%s/%s.info", dir, me);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(tmp, "w");
+	if (f == NULL || fwrite(mine, sizeof(*mine), 1, f) != 1)
+		return -1;
+	fclose(f);
+	rename(tmp, path);	/* the peer never sees half a file */
+	snprintf(path, sizeof(path), "%s.info", peer);
+	if (await_mark(dir, path, 60) != 0)
+		return -1;
+	snprintf(tmp, sizeof(tmp), "%s/%s", dir, path);
+	f = fopen(tmp, "r");
+	if (f == NULL)
+		return -1;
+	ok = fread(theirs, sizeof(*theirs), 1, f) == 1;
+	fclose(f);
+	return ok ? 0 : -1;
 }
 
 static int

@@ -82,6 +82,23 @@ build_ext(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
 		memset(bth + DROCE_BTH_LEN, 0, 16);
 }
 
+/* BTH and extension headers; b1, b4 and b8 carry the bits of bytes 1, 4
+ * and 8 other than SE and AckReq (MigReq, PadCnt, TVer, FECN, BECN,
+ * reserved). */
+static void
+put_bth(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
+		uint8_t *bth, uint16_t pkey, uint8_t b1, uint8_t b4, uint8_t b8)
+{
+	bth[0] = pkt->opcode;
+	bth[1] = (uint8_t)((pkt->se ? 0x80 : 0) | b1);
+	put_be16(bth + 2, pkey);
+	bth[4] = b4;
+	put_be24(bth + 5, pkt->dqpn);
+	bth[8] = (uint8_t)((pkt->ackreq ? 0x80 : 0) | b8);
+	put_be24(bth + 9, pkt->psn);
+	build_ext(pkt, oi, bth);
+}
+
 int
 droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 {
@@ -144,16 +161,11 @@ droce_wire_build_hdr(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 	put_be16(udp + 6, 0);
 
 	bth = udp + DROCE_UDP_HLEN;
-	bth[0] = pkt->opcode;
-	bth[1] = (uint8_t)((pkt->se ? 0x80 : 0) | (pkt->migreq ? 0x40 : 0) |
-		pad << 4 | (pkt->tver & 0xf));
-	put_be16(bth + 2, pkt->pkey);
-	bth[4] = (uint8_t)((pkt->fecn ? 0x80 : 0) | (pkt->becn ? 0x40 : 0) |
-		(pkt->bth_resv6 & 0x3f));
-	put_be24(bth + 5, pkt->dqpn);
-	bth[8] = (uint8_t)((pkt->ackreq ? 0x80 : 0) | (pkt->bth_resv7 & 0x7f));
-	put_be24(bth + 9, pkt->psn);
-	build_ext(pkt, oi, bth);
+	put_bth(pkt, oi, bth, pkt->pkey,
+		(uint8_t)((pkt->migreq ? 0x40 : 0) | pad << 4 | (pkt->tver & 0xf)),
+		(uint8_t)((pkt->fecn ? 0x80 : 0) | (pkt->becn ? 0x40 : 0) |
+			(pkt->bth_resv6 & 0x3f)),
+		(uint8_t)(pkt->bth_resv7 & 0x7f));
 	return (int)hlen;
 }
 
@@ -212,14 +224,7 @@ droce_wire_build_hdr_tmpl(const struct droce_hdr_tmpl *t,
 	}
 	bth = buf + t->bth_off;
 	put_be16(bth - DROCE_UDP_HLEN + 4, (uint16_t)udp_len);
-	bth[0] = pkt->opcode;
-	bth[1] = (uint8_t)((pkt->se ? 0x80 : 0) | pad << 4);
-	put_be16(bth + 2, t->pkey);
-	bth[4] = 0;
-	put_be24(bth + 5, pkt->dqpn);
-	bth[8] = pkt->ackreq ? 0x80 : 0;
-	put_be24(bth + 9, pkt->psn);
-	build_ext(pkt, oi, bth);
+	put_bth(pkt, oi, bth, t->pkey, (uint8_t)(pad << 4), 0, 0);
 	return (int)(t->bth_off + oi->hdr_len);
 }
 
