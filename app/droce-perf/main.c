@@ -132,6 +132,7 @@ usage(void)
 "  --no-raw            do not\n"
 "  --fault drop,dup,reorder,corrupt[,delay,us]  fault injection in ppm\n"
 "                      on receive (both sides), delay for `us` microseconds\n"
+"  --fault-frames N    faults only in the first N frames received\n"
 "  --static-neigh      take the peer MAC from the side channel, no ARP\n"
 "  --json              print results as JSON   --live  progress lines\n"
 "  --eal \"ARGS\"        EAL arguments\n"
@@ -169,6 +170,7 @@ parse_args(int argc, char **argv)
 		{ "raw", no_argument, NULL, 'r' },
 		{ "no-raw", no_argument, NULL, 'R' },
 		{ "fault", required_argument, NULL, 'f' },
+		{ "fault-frames", required_argument, NULL, 'F' },
 		{ "static-neigh", no_argument, NULL, 'N' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'y' },
@@ -225,6 +227,9 @@ parse_args(int argc, char **argv)
 				&opt.fault.dup_ppm, &opt.fault.reorder_ppm,
 				&opt.fault.corrupt_ppm, &opt.fault.delay_ppm,
 				&opt.fault.delay_us);
+			break;
+		case 'F':
+			opt.fault.frames = strtoull(optarg, NULL, 0);
 			break;
 		case 'N': opt.static_neigh = 1; break;
 		case 'j': opt.json_out = 1; break;
@@ -1311,6 +1316,19 @@ main(int argc, char **argv)
 					(opt.fault.reorder_ppm && !fs.reordered)) {
 				fprintf(stderr, "droce-perf: faults asked for "
 					"were not injected\n");
+				rc = 1;
+			}
+			/* a window: no fault past it; at 100% loss every frame
+			 * in it is lost, and the run still completes */
+			if (opt.fault.frames && (fs.dropped > opt.fault.frames ||
+					fs.duplicated > opt.fault.frames ||
+					fs.reordered > opt.fault.frames ||
+					fs.delayed > opt.fault.frames ||
+					(opt.fault.drop_ppm >= 1000000 &&
+					fs.dropped != opt.fault.frames))) {
+				fprintf(stderr, "droce-perf: faults outside the "
+					"first %" PRIu64 " frames\n",
+					opt.fault.frames);
 				rc = 1;
 			}
 		}

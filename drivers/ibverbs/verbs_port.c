@@ -15,7 +15,8 @@
  *   DROCE_QUEUES   queues (progress contexts), default 1
  *   DROCE_IPV6     an IPv6 address (GID 2)
  *   DROCE_NEIGH    static neighbours "IP=MAC[,IP=MAC...]"
- *   DROCE_FAULT    fault injection on receive "drop,dup,reorder,corrupt" ppm
+ *   DROCE_FAULT    fault injection on receive "drop,dup,reorder,corrupt" ppm,
+ *                  optionally ",frames": only the first that many frames
  *   DROCE_FAULT_TX the same on transmit
  * and the keys verbs_device.c reads (DROCE_NAME, DROCE_MAC, DROCE_IPV4,
  * DROCE_MTU).
@@ -174,15 +175,17 @@ default_eal(char *buf, size_t len, const char *extra)
 		"--log-level=pmd:4 --log-level=user1:4 %s", cpu, extra);
 }
 
-/* "drop,dup,reorder,corrupt" in ppm */
+/* "drop,dup,reorder,corrupt[,frames]", the rates in ppm */
 static void
 fault_parse(const char *s, struct droce_fault_conf *f, uint64_t salt)
 {
 	unsigned int dr = 0, du = 0, re = 0, co = 0;
+	unsigned long long frames = 0;
 
 	if (s[0] == '\0')
 		return;
-	sscanf(s, "%u,%u,%u,%u", &dr, &du, &re, &co);
+	sscanf(s, "%u,%u,%u,%u,%llu", &dr, &du, &re, &co, &frames);
+	f->frames = frames;
 	f->drop_ppm = dr;
 	f->dup_ppm = du;
 	f->reorder_ppm = re;

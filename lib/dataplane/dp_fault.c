@@ -5,8 +5,10 @@
 /*
  * Fault injection on a port's receive or transmit path, with a seeded
  * schedule: drop, duplicate, reorder (hold a frame back behind the next
- * one), corrupt (flip one bit), delay (hold for delay_us, in order). Users test their applications against loss
- * with it; droce's own tests need it where the kernel has no netem.
+ * one), corrupt (flip one bit), delay (hold for delay_us, in order),
+ * optionally only for the first conf.frames frames. Users test their
+ * applications against loss with it; droce's own tests need it where the
+ * kernel has no netem.
  */
 
 #include <rte_mbuf.h>
@@ -82,6 +84,10 @@ dp_fault_apply(struct droce_port *p, struct dp_fault *f, struct rte_mbuf **pkts,
 				rte_pktmbuf_free(m);
 			continue;
 		}
+		/* past the window frames pass untouched; a held one follows */
+		if (f->conf.frames && f->seen >= f->conf.frames)
+			goto emit;
+		f->seen++;
 		if (hit(f, f->conf.delay_ppm) &&
 				f->dq_head - f->dq_tail < DP_DELAY_Q) {
 			f->dq[f->dq_head % DP_DELAY_Q] = m;
@@ -118,6 +124,7 @@ dp_fault_apply(struct droce_port *p, struct dp_fault *f, struct rte_mbuf **pkts,
 			f->st.reordered++;
 			continue;
 		}
+emit:
 		if (k < cap)
 			out[k++] = m;
 		else

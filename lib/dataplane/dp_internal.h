@@ -36,6 +36,7 @@ struct dp_fault {
 	uint64_t rng;
 	struct rte_mbuf *held;		/* reorder: released after the next */
 	struct dp_fault_stats st;
+	uint64_t seen;			/* RDMA frames so far, for conf.frames */
 	/* delay: a FIFO (one delay for all, so due times stay in order) */
 	struct rte_mbuf *dq[DP_DELAY_Q];
 	uint64_t dq_due[DP_DELAY_Q];

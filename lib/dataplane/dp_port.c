@@ -888,10 +888,12 @@ droce_port_set_fault(struct droce_port *p, const struct droce_fault_conf *rx,
 	if (rx) {
 		p->frx.conf = *rx;
 		p->frx.rng = rx->seed ? rx->seed : 1;
+		p->frx.seen = 0;
 	}
 	if (tx) {
 		p->ftx.conf = *tx;
 		p->ftx.rng = tx->seed ? tx->seed : 2;
+		p->ftx.seen = 0;
 	}
 	rte_spinlock_unlock(&p->fault_lock);
 	return 0;

@@ -47,6 +47,11 @@ struct droce_fault_conf {
 	uint32_t delay_ppm;
 	uint32_t delay_us;
 	uint64_t seed;
+	/** Faults only in the first `frames` RDMA frames, then none (0: no
+	 * end). For programs whose teardown cannot survive loss: a peer that
+	 * exits once its own work completes leaves a lost final ACK with no
+	 * one to answer the retry (ibv_rc_pingpong). */
+	uint64_t frames;
 };
 
 struct droce_port_conf {

@@ -13,6 +13,9 @@
 #
 # Options: --loss PPM     droce drops PPM/1e6 of the frames it receives and
 #                         of those it sends (its fault injection)
+#          --loss-frames N  only in the first N RoCE frames each way (for
+#                         programs whose last exchange cannot survive
+#                         loss: ibv_rc_pingpong, doc/interop.md)
 #          --expect RE    droce's output must match RE (repeatable)
 #          --tag N        1..200: the tap, subnet and port of this test
 # Every frame droce sends is captured on the tap and checked: its ICRC
@@ -23,11 +26,13 @@
 set -uo pipefail
 run=$1; pcaptool=$2; role=$3; shift 3
 loss=0
+loss_frames=0
 tag=$(( ($$ % 200) + 1 ))
 expects=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--loss) loss=$2; shift 2 ;;
+	--loss-frames) loss_frames=$2; shift 2 ;;
 	--expect) expects+=("$2"); shift 2 ;;
 	--tag) tag=$2; shift 2 ;;
 	--) shift; break ;;
@@ -89,7 +94,8 @@ sleep 1
 droce_env=("DROCE_DEVARGS=net_af_packet0,iface=$tap,framecnt=4096,qpairs=1,qdisc_bypass=0"
 	"DROCE_IPV4=$droce_ip" "DROCE_MAC=$droce_mac" DROCE_MTU=1500 DROCE_DEBUG=1)
 if [ "$loss" -gt 0 ]; then
-	droce_env+=("DROCE_FAULT=$loss,0,0,0" "DROCE_FAULT_TX=$loss,0,0,0")
+	droce_env+=("DROCE_FAULT=$loss,0,0,0,$loss_frames"
+		"DROCE_FAULT_TX=$loss,0,0,0,$loss_frames")
 fi
 guest() {	# guest CMD LOG: boot a guest, run CMD, power off
 	TAP=$tap HOST_IP="" GUEST_IP="$guest_ip/24" GUEST_MAC=$guest_mac \
@@ -103,6 +109,7 @@ ib_*) gflag="-x 1" ;;
 esac
 
 echo "rxe-pair: $role $prog $* (tap $tap, droce $droce_ip, rxe $guest_ip, loss $loss ppm)"
+[ "$loss_frames" -gt 0 ] && echo "rxe-pair: loss only in the first $loss_frames frames each way"
 if [ "$role" = droce-server ]; then
 	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" $gflag -p "$port" "$@" \
 		> "$work/droce.log" 2>&1 &
@@ -173,6 +180,18 @@ else
 	77) echo "note: tshark/scapy missing, decoding not checked" ;;
 	*) echo "FAIL: tshark/scapy found a problem"; fail=1 ;;
 	esac
+fi
+# under loss, recovery must have been exercised: some request packet (not
+# an ACK) went on the wire more than once
+if [ "$loss" -gt 0 ]; then
+	rexmit=$(tshark -r "$work/all.pcap" -Y "udp.dstport == 4791 && infiniband.bth.opcode != 17" \
+		-T fields -e eth.src -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null |
+		sort | uniq -d | wc -l)
+	if [ "$rexmit" -gt 0 ]; then
+		echo "ok: $rexmit request packets sent again (loss recovered)"
+	else
+		echo "FAIL: loss asked for, but no packet was retransmitted"; fail=1
+	fi
 fi
 # ARP both ways, learned, not configured (no DROCE_NEIGH, no PEER_NEIGH):
 # droce learned rxe's MAC from rxe's answer to droce's request, or from
