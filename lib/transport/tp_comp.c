@@ -83,6 +83,21 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
 	return 0;
 }
 
+/*
+ * A later response acknowledged everything before rw, the READ or atomic
+ * whose response never came: that much is progress (una moves, or a stale
+ * ACK or NAK for an earlier PSN would be taken as new and rewind into
+ * WQEs already completed), then ask again from rw.
+ */
+static void
+lost_response(struct droce_qp *qp, uint32_t rw)
+{
+	progress_made(qp, rw);
+	tp_req_loss(qp);
+	tp_req_rewind(qp, rw);
+	qp->st.retransmits++;
+}
+
 /* The WQE that holds psn, or NULL. */
 static struct tp_swqe *
 wqe_of_psn(struct droce_qp *qp, uint32_t psn)
@@ -135,9 +150,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 		if (droce_psn_diff(psn, qp->una) < 0)
 			return;		/* old */
 		if (ack_before(qp, droce_psn_add(psn, 1), &rw)) {
-			progress_made(qp, rw);
-			tp_req_rewind(qp, rw);
-			qp->st.retransmits++;
+			lost_response(qp, rw);
 			break;
 		}
 		progress_made(qp, droce_psn_add(psn, 1));
@@ -228,6 +241,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 				qp->last_acked_psn != expect) {
 			qp->last_acked_psn = expect;
 			qp->st.out_of_seq_rx++;
+			tp_req_loss(qp);
 			tp_req_rewind(qp, expect);
 		} else {
 			qp->st.dup_rx++;
@@ -236,7 +250,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 	}
 	/* Its responses acknowledge everything before the READ. */
 	if (ack_before(qp, w->first_psn, &rw)) {
-		tp_req_rewind(qp, rw);
+		lost_response(qp, rw);
 		return;
 	}
 	/* First/Middle carry a full MTU; Last/Only the rest. */
@@ -283,7 +297,7 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 		return;
 	}
 	if (ack_before(qp, w->first_psn, &rw)) {
-		tp_req_rewind(qp, rw);
+		lost_response(qp, rw);
 		return;
 	}
 	/* The original value lands in the local buffer in host order. */

@@ -148,6 +148,7 @@ struct tp_swqe {
 	uint64_t atomic_orig;
 	int signaled;
 	int rd_counted;		/* holds a READ/atomic credit */
+	int rd_inflight;	/* its request is out since the last rewind */
 };
 
 struct tp_sq {
@@ -225,6 +226,8 @@ struct droce_qp {
 	uint64_t cur_off;	/* bytes of sq.cur already sent */
 	uint32_t noack_pkts;
 	uint32_t rd_atomic_out;	/* READ/atomic WQEs outstanding */
+	uint32_t rd_in_flight;	/* of them, requested since the last rewind */
+	uint32_t rd_cwnd;	/* at most this many in flight (tp_req_loss) */
 	uint8_t retries_left;
 	uint8_t rnr_left;
 	uint64_t ack_deadline;	/* retransmit timer, 0 = off */
@@ -352,6 +355,7 @@ void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
 uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
 int tp_wc_opcode_send(enum ibv_wr_opcode op);
 void tp_req_rewind(struct droce_qp *qp, uint32_t psn);
+void tp_req_loss(struct droce_qp *qp);
 void tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 		const uint8_t *frame);
 

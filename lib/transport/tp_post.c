@@ -104,6 +104,7 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr)
 	w->status = IBV_WC_SUCCESS;
 	w->read_done = 0;
 	w->rd_counted = 0;
+	w->rd_inflight = 0;
 	w->inline_data = NULL;
 	switch (wr->opcode) {
 	case IBV_WR_RDMA_WRITE:

@@ -207,7 +207,8 @@ qp_reset(struct droce_qp *qp)
 	qp->sq.head = qp->sq.tail = qp->sq.cur = 0;
 	qp->rq.head = qp->rq.tail = 0;
 	qp->cur_off = 0;
-	qp->rd_atomic_out = 0;
+	qp->rd_atomic_out = qp->rd_in_flight = 0;
+	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 	qp->ack_deadline = qp->rnr_deadline = 0;
 	qp->need_retransmit = 0;
 	qp->rx_have_wqe = 0;
@@ -253,8 +254,10 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		qp->rnr_retry = qp->rnr_left = a->rnr_retry;
 	if (mask & M(MIN_RNR_TIMER))
 		qp->min_rnr_timer = a->min_rnr_timer;
-	if (mask & M(MAX_QP_RD_ATOMIC))
+	if (mask & M(MAX_QP_RD_ATOMIC)) {
 		qp->max_rd_atomic = a->max_rd_atomic;
+		qp->rd_cwnd = a->max_rd_atomic ? a->max_rd_atomic : 1;
+	}
 	if (mask & M(MAX_DEST_RD_ATOMIC))
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
 	if (mask & M(AV)) {
@@ -540,7 +543,7 @@ tp_qp_flush(struct droce_qp *qp)
 		qp->sq.tail++;
 	}
 	qp->sq.cur = qp->sq.head;
-	qp->rd_atomic_out = 0;
+	qp->rd_atomic_out = qp->rd_in_flight = 0;
 	qp->ack_deadline = qp->rnr_deadline = 0;
 	if (qp->rx_have_wqe) {
 		qp->rx_have_wqe = 0;

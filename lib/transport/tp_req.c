@@ -45,6 +45,13 @@ tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 		w->rd_counted = 0;
 		qp->rd_atomic_out--;
 	}
+	if (w->rd_inflight) {
+		w->rd_inflight = 0;
+		qp->rd_in_flight--;
+		/* answered: open the window again, one per answer */
+		if (st == IBV_WC_SUCCESS && qp->rd_cwnd < qp->max_rd_atomic)
+			qp->rd_cwnd++;
+	}
 	w->state = TP_WQE_DONE;
 	w->status = st;
 }
@@ -111,7 +118,6 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 
 	qp->st.rewinds++;
 
-
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
 		struct tp_swqe *w = wqe_at(qp, i);
 		int32_t d;
@@ -150,11 +156,30 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 	for (i = qp->sq.cur; i != qp->sq.head; i++) {
 		struct tp_swqe *w = wqe_at(qp, i);
 
+		if (w->rd_inflight) {	/* to be asked again */
+			w->rd_inflight = 0;
+			qp->rd_in_flight--;
+		}
 		if (w->state != TP_WQE_DONE && i != qp->sq.cur)
 			w->state = w->state == TP_WQE_POSTED ? TP_WQE_POSTED :
 				TP_WQE_SENT;
 	}
 	qp->noack_pkts = 0;
+}
+
+/*
+ * A READ response or an acknowledgement went missing. Each rewind asks
+ * again for every READ from the missing one on, and each of those may
+ * answer with many packets, so a deep READ window under loss re-requests
+ * far more than it lost and buries a slow responder in duplicate requests
+ * (doc/interop.md). Halve the READ/atomic window on each loss, open it by
+ * one per answered READ (as TCP's congestion window, to the QP's
+ * max_rd_atomic).
+ */
+void
+tp_req_loss(struct droce_qp *qp)
+{
+	qp->rd_cwnd = qp->rd_cwnd > 2 ? qp->rd_cwnd / 2 : 1;
 }
 
 /* Local WQEs (BIND_MW, LOCAL_INV) execute when they reach the wire order. */
@@ -336,6 +361,10 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		w->rd_counted = 1;
 		qp->rd_atomic_out++;
 	}
+	if (is_rd_atomic(w->opcode) && !w->rd_inflight) {
+		w->rd_inflight = 1;
+		qp->rd_in_flight++;
+	}
 	if (qp->type == IBV_QPT_RC && qp->ack_deadline == 0 && qp->timeout)
 		qp->ack_deadline = q->now + droce_ack_timeout_ns(qp->timeout);
 	qp->psn = droce_psn_add(qp->psn, npsn_pkt);
@@ -395,6 +424,9 @@ tp_req_progress(struct droce_qp *qp)
 					qp->rd_atomic_out >= (qp->max_rd_atomic ?
 						qp->max_rd_atomic : 1u))
 				break;
+			if (is_rd_atomic(w->opcode) && !w->rd_inflight &&
+					qp->rd_in_flight >= qp->rd_cwnd)
+				break;
 			if (droce_psn_diff(qp->psn, qp->una) >=
 					TP_MAX_UNACKED_PSNS)
 				break;
@@ -449,6 +481,7 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 		}
 		qp->retries_left--;
 		qp->st.retransmits++;
+		tp_req_loss(qp);
 		tp_req_rewind(qp, qp->una);
 		qp->ack_deadline = now + droce_ack_timeout_ns(qp->timeout);
 	}

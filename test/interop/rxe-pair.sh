@@ -181,14 +181,14 @@ else
 	*) echo "FAIL: tshark/scapy found a problem"; fail=1 ;;
 	esac
 fi
-# under loss, recovery must have been exercised: some request packet (not
-# an ACK) went on the wire more than once
+# under loss, recovery must have been exercised: some packet other than an
+# ACK (a request or a READ response) went on the wire more than once
 if [ "$loss" -gt 0 ]; then
 	rexmit=$(tshark -r "$work/all.pcap" -Y "udp.dstport == 4791 && infiniband.bth.opcode != 17" \
 		-T fields -e eth.src -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null |
 		sort | uniq -d | wc -l)
 	if [ "$rexmit" -gt 0 ]; then
-		echo "ok: $rexmit request packets sent again (loss recovered)"
+		echo "ok: $rexmit packets sent again (loss recovered)"
 	else
 		echo "FAIL: loss asked for, but no packet was retransmitted"; fail=1
 	fi
