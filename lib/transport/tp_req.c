@@ -356,14 +356,17 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 			msg_npsn(qp, w->length);
 		w->state = TP_WQE_SENDING;
 	}
-	/* a READ or atomic holds a credit until it completes */
-	if (is_rd_atomic(w->opcode) && !w->rd_counted) {
-		w->rd_counted = 1;
-		qp->rd_atomic_out++;
-	}
-	if (is_rd_atomic(w->opcode) && !w->rd_inflight) {
-		w->rd_inflight = 1;
-		qp->rd_in_flight++;
+	/* a READ or atomic holds a credit until it completes, and a place in
+	 * the window while its request is out */
+	if (is_rd_atomic(w->opcode)) {
+		if (!w->rd_counted) {
+			w->rd_counted = 1;
+			qp->rd_atomic_out++;
+		}
+		if (!w->rd_inflight) {
+			w->rd_inflight = 1;
+			qp->rd_in_flight++;
+		}
 	}
 	if (qp->type == IBV_QPT_RC && qp->ack_deadline == 0 && qp->timeout)
 		qp->ack_deadline = q->now + droce_ack_timeout_ns(qp->timeout);
@@ -420,12 +423,11 @@ tp_req_progress(struct droce_qp *qp)
 					w->state == TP_WQE_POSTED &&
 					qp->rd_atomic_out)
 				break;
-			if (is_rd_atomic(w->opcode) && !w->rd_counted &&
+			if (is_rd_atomic(w->opcode) && ((!w->rd_counted &&
 					qp->rd_atomic_out >= (qp->max_rd_atomic ?
-						qp->max_rd_atomic : 1u))
-				break;
-			if (is_rd_atomic(w->opcode) && !w->rd_inflight &&
-					qp->rd_in_flight >= qp->rd_cwnd)
+						qp->max_rd_atomic : 1u)) ||
+					(!w->rd_inflight &&
+					qp->rd_in_flight >= qp->rd_cwnd)))
 				break;
 			if (droce_psn_diff(qp->psn, qp->una) >=
 					TP_MAX_UNACKED_PSNS)
