@@ -39,6 +39,7 @@ static struct {
 	int timeout;
 	int port;
 	uint32_t mtu;
+	uint32_t zc_min;		/* --zero-copy; 0: the port's default */
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
 	uint32_t iters, nqp, queues, cores, depth, post_list;
@@ -98,6 +99,64 @@ pattern_ok(const uint8_t *p, size_t n, uint32_t seed)
 	return 1;
 }
 
+/* Frames whose payload left by reference, over all queues. */
+static uint64_t
+zc_frames(void)
+{
+	struct droce_tp_stats st;
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < opt.queues; i++) {
+		droce_port_lock(port, i);
+		droce_tp_queue_stats(droce_dev_queue(droce_port_dev(port), i),
+			&st);
+		droce_port_unlock(port, i);
+		n += st.tx_zc_pkts;
+	}
+	return n;
+}
+
+/*
+ * With zero-copy on, frames big enough must have gone by reference: the
+ * client's WRITEs and SENDs, the server's READ responses (both sides run
+ * with the same options).
+ */
+static int
+zc_check(uint64_t server_frames)
+{
+	uint32_t min = droce_port_zc_min(port), i, s, payload;
+	uint64_t client_frames = zc_frames();
+	int want_client = 0, want_server = 0;
+
+	/* inline data and IPv6 frames are always copied */
+	if (min == 0 || opt.inline_data || opt.ip6 != NULL)
+		return 0;
+	for (i = 0; i < (uint32_t)opt.nops; i++)
+		for (s = 0; s < opt.nsizes; s++) {
+			payload = opt.sizes[s] < (uint32_t)mtu_bytes ?
+				opt.sizes[s] : (uint32_t)mtu_bytes;
+			if (payload < min || opt.ops[i] == OP_FADD ||
+					opt.ops[i] == OP_CSWAP)
+				continue;
+			if (opt.ops[i] == OP_READ)
+				want_server = 1;
+			else
+				want_client = 1;
+		}
+	if (!opt.json_out)
+		printf(" zero-copy frames (payload >= %u bytes): client %" PRIu64
+			", server %" PRIu64 "\n", min, client_frames,
+			server_frames);
+	if ((want_client && client_frames == 0) ||
+			(want_server && server_frames == 0)) {
+		fprintf(stderr, "droce-perf: zero-copy is on but no frame "
+			"went by reference\n");
+		return -1;
+	}
+	return 0;
+}
+
 static int
 parse_sizes(const char *s)
 {
@@ -141,7 +200,10 @@ usage(void)
 "                      (index 2) and IPv6 neighbour discovery\n"
 "  --timeout N         local ACK timeout exponent (14: 67 ms)\n"
 "  --mtu N             port (Ethernet) MTU (1500: path MTU 1024; 4200 or\n"
-"                      more: 4096); both sides must agree\n");
+"                      more: 4096); both sides must agree\n"
+"  --zero-copy N       send payloads of N bytes or more from the MR\n"
+"                      itself (external mbufs); off on virtual devices\n"
+"                      unless given; --no-zero-copy: never\n");
 }
 
 static int
@@ -178,6 +240,8 @@ parse_args(int argc, char **argv)
 		{ "ip6", required_argument, NULL, '6' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "mtu", required_argument, NULL, 'M' },
+		{ "zero-copy", required_argument, NULL, 'z' },
+		{ "no-zero-copy", no_argument, NULL, 'Z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -238,6 +302,8 @@ parse_args(int argc, char **argv)
 		case '6': opt.ip6 = optarg; break;
 		case 'T': opt.timeout = atoi(optarg); break;
 		case 'M': opt.mtu = (uint32_t)atoi(optarg); break;
+		case 'z': opt.zc_min = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'Z': opt.zc_min = DROCE_ZC_OFF; break;
 		default:
 			usage();
 			return -1;
@@ -276,6 +342,7 @@ setup(void)
 	pc.nb_queues = opt.queues;
 	if (opt.mtu)
 		pc.mtu = opt.mtu;
+	pc.tx_zc_min = opt.zc_min;
 	pc.mode = DROCE_PROGRESS_INLINE;
 	inet_pton(AF_INET, opt.ip, &a);
 	pc.ipv4 = ntohl(a.s_addr);
@@ -1233,6 +1300,7 @@ server_loop(void)
 				" QP0 state %d\n", st.rx_pkts, st.tx_pkts,
 				st.nak_seq_tx, st.rnr_nak_tx, st.nak_inv_tx,
 				st.dup_rx, droce_qp_state(qp[0]));
+			c.value = zc_frames();
 			sc_send(sc, &c, sizeof(c));
 			return 0;
 		}
@@ -1351,7 +1419,9 @@ main(int argc, char **argv)
 			struct perf_cmd c = { .kind = PERF_CMD_QUIT };
 
 			sc_send(sc, &c, sizeof(c));
-			sc_recv(sc, &c, sizeof(c));
+			if (sc_recv(sc, &c, sizeof(c)) == 0 &&
+					zc_check(c.value) != 0)
+				rc = 1;
 		}
 	}
 	close(sc);

@@ -114,6 +114,7 @@ setup(size_t memsz)
 		struct end *e = &E[s];
 
 		memset(&c, 0, sizeof(c));
+		memset(&io, 0, sizeof(io));
 		c.mac[0] = 2;
 		c.mac[5] = (uint8_t)(s + 1);
 		c.eth_mtu = 4200;	/* path MTU 4096 */

@@ -36,6 +36,7 @@ struct dv_conf {
 	char fault_tx[128];
 	char neigh[512];
 	uint32_t queues;
+	uint32_t zc_min;	/* DROCE_ZERO_COPY: DROCE_ZC_* or bytes */
 	uint8_t ipv6[16];
 	int has_ipv6;
 };

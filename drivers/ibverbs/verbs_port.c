@@ -18,6 +18,9 @@
  *   DROCE_FAULT    fault injection on receive "drop,dup,reorder,corrupt" ppm,
  *                  optionally ",frames": only the first that many frames
  *   DROCE_FAULT_TX the same on transmit
+ *   DROCE_ZERO_COPY  send payloads of at least this many bytes from the MR
+ *                  itself (external mbufs); "off", or "auto" (default:
+ *                  512 on devices that DMA, off on virtual ones)
  * and the keys verbs_device.c reads (DROCE_NAME, DROCE_MAC, DROCE_IPV4,
  * DROCE_MTU).
  */
@@ -112,6 +115,10 @@ dv_conf_load(struct dv_device *d)
 	c->queues = v ? (uint32_t)atoi(v) : 1;
 	if (c->queues == 0)
 		c->queues = 1;
+	v = dv_conf_get("DROCE_ZERO_COPY");
+	c->zc_min = v == NULL || strcmp(v, "auto") == 0 ? DROCE_ZC_AUTO :
+		strcmp(v, "off") == 0 || atoi(v) <= 0 ? DROCE_ZC_OFF :
+		(uint32_t)atoi(v);
 	v = dv_conf_get("DROCE_IPV6");
 	if (v != NULL && inet_pton(AF_INET6, v, c->ipv6) == 1)
 		c->has_ipv6 = 1;
@@ -225,6 +232,7 @@ dv_port_get(struct dv_context *ctx)
 		if (d->conf.has_ipv6)
 			memcpy(pc.ipv6, d->conf.ipv6, 16);
 		pc.mtu = d->mtu;
+		pc.tx_zc_min = d->conf.zc_min;
 		pc.name = d->ibdev.name;
 		fault_parse(d->conf.fault, &pc.fault_rx, 1);
 		fault_parse(d->conf.fault_tx, &pc.fault_tx, 2);

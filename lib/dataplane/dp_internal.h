@@ -64,6 +64,7 @@ struct dp_queue {
 	struct rte_mbuf *stash[DP_BURST * 2];
 	uint32_t nstash;
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
+	uint64_t zc_copied;		/* zero-copy frames copied (no mbufs) */
 	volatile int kicked;
 	volatile uint64_t app_poll_tsc;
 	/* net_af_packet's TX ring kick (tx_kick) */
@@ -89,6 +90,8 @@ struct droce_port {
 	struct rte_ether_addr mac;
 	uint32_t ipv4;
 	uint32_t mtu;
+	uint32_t zc_min;		/* zero-copy transmit from, 0: off */
+	int zc_dma;			/* the device DMAs: spans need an IOVA */
 	/* progress thread */
 	pthread_t thread;
 	int thread_running;

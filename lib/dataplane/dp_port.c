@@ -21,12 +21,14 @@
 #include <sys/prctl.h>
 
 #include <rte_alarm.h>
+#include <rte_bus.h>
 #include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_ether.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
+#include <rte_memory.h>
 
 #include "dp_internal.h"
 
@@ -168,6 +170,100 @@ io_tx_alloc(void *arg, struct droce_txbuf *bufs, uint32_t n, uint32_t cap)
 	return n;
 }
 
+/* ---- zero-copy transmit ---- */
+
+/* An external segment let go of its MR's memory. */
+static void
+zc_free(void *addr __rte_unused, void *mr)
+{
+	droce_mr_zc_put(mr);
+}
+
+/*
+ * Whether a span can be handed to a device that DMAs: DPDK must know the
+ * memory (for its IOVA), contiguous in IOVA over the span.
+ */
+static int
+zc_mem_ok(void *arg, const void *addr, uint32_t len)
+{
+	const char *a = addr;
+
+	RTE_SET_USED(arg);
+	if (rte_mem_virt2memseg(addr, NULL) == NULL ||
+			rte_mem_virt2memseg(a + len - 1, NULL) == NULL)
+		return 0;
+	return rte_mem_virt2iova(a + len - 1) - rte_mem_virt2iova(a) ==
+		len - 1;
+}
+
+/* n mbufs from the stash or the pool; 0 or -1 with none taken. */
+static int
+stash_take(struct dp_queue *q, struct rte_mbuf **m, uint32_t n)
+{
+	if (q->nstash < n) {
+		if (rte_pktmbuf_alloc_bulk(q->port->pool, q->stash + q->nstash,
+				DP_BURST) == 0)
+			q->nstash += DP_BURST;
+		else if (rte_pktmbuf_alloc_bulk(q->port->pool, m, n) == 0)
+			return 0;
+		else
+			return -1;
+	}
+	q->nstash -= n;
+	memcpy(m, q->stash + q->nstash, n * sizeof(*m));
+	return 0;
+}
+
+/*
+ * Headers in h, then one external mbuf per span (its shared info in its
+ * own, unused data room, which lives until the mbuf is freed, so no
+ * allocation), then pad and ICRC in one more mbuf. Without mbufs the
+ * payload is copied behind the headers: the buffer has room for it.
+ */
+static void
+zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b)
+{
+	struct rte_mbuf *seg[DROCE_TX_MAX_SPANS + 1], *prev = h, *t;
+	uint32_t i, len = b->len;
+
+	h->data_len = (uint16_t)b->len;
+	if (stash_take(q, seg, b->nspan + 1) != 0) {
+		for (i = 0; i < b->nspan; i++) {
+			memcpy(b->data + len, b->span[i].addr, b->span[i].len);
+			len += b->span[i].len;
+			droce_mr_zc_put(b->span[i].mr);
+		}
+		memcpy(b->data + len, b->tail, b->tail_len);
+		len += b->tail_len;
+		h->data_len = (uint16_t)len;
+		h->pkt_len = len;
+		q->zc_copied++;
+		return;
+	}
+	for (i = 0; i < b->nspan; i++) {
+		struct rte_mbuf *m = seg[i];
+		struct rte_mbuf_ext_shared_info *sh = m->buf_addr;
+		void *addr = (void *)(uintptr_t)b->span[i].addr;
+
+		sh->free_cb = zc_free;
+		sh->fcb_opaque = b->span[i].mr;
+		rte_mbuf_ext_refcnt_set(sh, 1);
+		rte_pktmbuf_attach_extbuf(m, addr, q->port->zc_dma ?
+			rte_mem_virt2iova(addr) : (rte_iova_t)(uintptr_t)addr,
+			(uint16_t)b->span[i].len, sh);
+		m->data_len = (uint16_t)b->span[i].len;
+		len += b->span[i].len;
+		prev->next = m;
+		prev = m;
+	}
+	t = seg[b->nspan];
+	memcpy(rte_pktmbuf_mtod(t, uint8_t *), b->tail, b->tail_len);
+	t->data_len = (uint16_t)b->tail_len;
+	prev->next = t;
+	h->nb_segs = (uint16_t)(b->nspan + 2);
+	h->pkt_len = len + b->tail_len;
+}
+
 static void
 io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 {
@@ -177,8 +273,12 @@ io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = bufs[i].cookie;
 
-		m->data_len = (uint16_t)bufs[i].len;
-		m->pkt_len = bufs[i].len;
+		if (bufs[i].nspan) {
+			zc_chain(q, m, &bufs[i]);
+		} else {
+			m->data_len = (uint16_t)bufs[i].len;
+			m->pkt_len = bufs[i].len;
+		}
 		dp_queue_tx(q, m);
 	}
 }
@@ -663,6 +763,43 @@ port_setup(struct droce_port *p)
 	return 0;
 }
 
+/*
+ * Which PMD this is decides two things: net_af_packet needs its TX ring
+ * kicked (tx_kick), and zero-copy transmit is worth it only where the
+ * device reads the frame itself; virtual devices copy it anyway.
+ */
+static void
+zc_setup(struct droce_port *p)
+{
+	struct rte_eth_dev_info di;
+	const char *bus = NULL;
+
+	if (rte_eth_dev_info_get(p->port_id, &di) != 0)
+		return;
+	if (di.driver_name != NULL && strcmp(di.driver_name, "net_af_packet") == 0)
+		p->tx_kick = 1;
+	if (di.device != NULL && rte_dev_bus(di.device) != NULL)
+		bus = rte_bus_name(rte_dev_bus(di.device));
+	p->zc_dma = bus == NULL || strcmp(bus, "vdev") != 0;
+	p->zc_min = p->conf.tx_zc_min == DROCE_ZC_AUTO ?
+		(p->zc_dma ? DROCE_ZC_DEFAULT_MIN : 0) :
+		p->conf.tx_zc_min == DROCE_ZC_OFF ? 0 : p->conf.tx_zc_min;
+	if (!(di.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS))
+		p->zc_min = 0;
+	/* a port the application configured may not take multi-segment
+	 * frames (DPDK 22.11 has no stable call to ask): only if asked */
+	if (!p->owns_port && p->conf.tx_zc_min == DROCE_ZC_AUTO)
+		p->zc_min = 0;
+	DP_LOG(DEBUG, "port %u: bus %s, zero-copy transmit from %u bytes",
+		p->port_id, bus ? bus : "?", p->zc_min);
+}
+
+uint32_t
+droce_port_zc_min(const struct droce_port *p)
+{
+	return p->zc_min;
+}
+
 struct droce_port *
 droce_port_open(const struct droce_port_conf *conf)
 {
@@ -743,14 +880,7 @@ droce_port_open(const struct droce_port_conf *conf)
 	else
 		rte_eth_macaddr_get(p->port_id, &p->mac);
 	p->ipv4 = conf->ipv4;
-	{
-		struct rte_eth_dev_info di;
-
-		if (rte_eth_dev_info_get(p->port_id, &di) == 0 &&
-				di.driver_name != NULL &&
-				strcmp(di.driver_name, "net_af_packet") == 0)
-			p->tx_kick = 1;
-	}
+	zc_setup(p);
 
 	memset(&dc, 0, sizeof(dc));
 	memcpy(dc.mac, p->mac.addr_bytes, 6);
@@ -782,6 +912,8 @@ droce_port_open(const struct droce_port_conf *conf)
 			.tx_submit = io_tx_submit,
 			.tx_free = io_tx_free,
 			.arg = q,
+			.zc_min = p->zc_min,
+			.zc_mem_ok = p->zc_dma ? zc_mem_ok : NULL,
 		};
 
 		q->port = p;

@@ -45,7 +45,7 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 	U(nak_acc_tx); U(nak_acc_rx); U(nak_op_tx); U(nak_op_rx);
 	U(rnr_nak_tx); U(rnr_nak_rx); U(dup_rx); U(out_of_seq_rx);
 	U(acks_tx); U(acks_rx); U(read_replays); U(atomic_replays);
-	U(cq_overflows);
+	U(cq_overflows); U(tx_zc_pkts);
 #undef U
 	for (i = 1; i < DROCE_WIRE_ERR_COUNT; i++)
 		rte_tel_data_add_dict_u64(d, perr[i], st->rx_drop_parse[i]);
@@ -93,6 +93,7 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	struct droce_port *p = port_arg(params, NULL);
 	struct droce_tp_stats sum, st;
 	uint64_t nic_tx = 0, nic_rx = 0, drops = 0, kicks = 0, hand = 0, arp = 0;
+	uint64_t zc_copied = 0;
 	uint32_t i, k;
 
 	(void)cmd;
@@ -110,6 +111,7 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		kicks += q->kicks;
 		hand += q->handoffs;
 		arp += q->arp;
+		zc_copied += q->zc_copied;
 		rte_spinlock_unlock(&q->lock);
 		for (k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
 			((uint64_t *)&sum)[k] += ((uint64_t *)&st)[k];
@@ -124,6 +126,10 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "nic_tx_kicks", kicks);
 	rte_tel_data_add_dict_u64(d, "handoffs", hand);
 	rte_tel_data_add_dict_u64(d, "arp", arp);
+	/* zero-copy transmit: from how many payload bytes (0: off), and the
+	 * frames copied after all for want of mbufs */
+	rte_tel_data_add_dict_u64(d, "tx_zc_min", p->zc_min);
+	rte_tel_data_add_dict_u64(d, "tx_zc_copied", zc_copied);
 	rte_spinlock_lock(&p->fault_lock);
 	rte_tel_data_add_dict_u64(d, "fault_rx_dropped", p->frx.st.dropped);
 	rte_tel_data_add_dict_u64(d, "fault_rx_duplicated", p->frx.st.duplicated);

@@ -68,7 +68,25 @@ struct droce_port_conf {
 	uint32_t mtu;			/**< 0 = 1500 */
 	struct droce_fault_conf fault_rx, fault_tx;
 	const char *name;		/**< device name, e.g. "droce0" */
+	/**
+	 * Zero-copy transmit: payloads of at least this many bytes leave
+	 * from the registered memory itself, each frame a chain of headers,
+	 * external mbufs over the MR and pad + ICRC. Needs a PMD that takes
+	 * multi-segment frames; on a device that DMAs, only memory DPDK can
+	 * translate (hugepages, rte_malloc, rte_extmem_register) goes by
+	 * reference, the rest is copied. DROCE_ZC_AUTO (0): 512 bytes on
+	 * devices that DMA, off on virtual devices (memif, af_packet, tap
+	 * and ring copy every frame anyway), and off on a port the
+	 * application configured (attach_port_id: set a threshold where it
+	 * enabled RTE_ETH_TX_OFFLOAD_MULTI_SEGS); DROCE_ZC_OFF: never.
+	 */
+	uint32_t tx_zc_min;
 };
+
+#define DROCE_ZC_AUTO	0
+#define DROCE_ZC_OFF	UINT32_MAX
+/** DROCE_ZC_AUTO's threshold on devices that DMA. */
+#define DROCE_ZC_DEFAULT_MIN	512
 
 /** Zero + defaults. */
 void droce_port_conf_init(struct droce_port_conf *conf);
@@ -152,6 +170,9 @@ void droce_port_fault_stats(struct droce_port *port, struct droce_fault_stats *r
 /** Change fault injection at run time. */
 int droce_port_set_fault(struct droce_port *port, const struct droce_fault_conf *rx,
 		const struct droce_fault_conf *tx);
+
+/** Bytes of payload from which frames go zero-copy; 0: never. */
+uint32_t droce_port_zc_min(const struct droce_port *port);
 
 /** The port's IPv4 address (host order) and DPDK port id. */
 uint32_t droce_port_ipv4(const struct droce_port *port);

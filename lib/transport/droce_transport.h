@@ -115,6 +115,9 @@ void droce_dev_set_async_cb(struct droce_dev *dev, droce_async_cb cb, void *arg)
 
 /* ---- frame I/O ---- */
 
+/** Most payload pieces of one zero-copy frame (more are copied). */
+#define DROCE_TX_MAX_SPANS 4
+
 /**
  * A transmit buffer handed to the transport by its environment. The
  * transport writes one complete frame (Ethernet to ICRC) into data and
@@ -125,6 +128,22 @@ struct droce_txbuf {
 	uint32_t cap;
 	uint32_t len;
 	void *cookie;		/**< the environment's (an mbuf) */
+	/**
+	 * Zero-copy frames (droce_tp_io.zc_min): when nspan > 0, data[0, len)
+	 * holds the headers only; the payload is span[] in registered memory,
+	 * each holding a reference on its MR (droce_mr_zc_put() once the
+	 * frame no longer needs the memory), then tail[0, tail_len): pad and
+	 * ICRC. The environment chains them, or copies them behind the
+	 * headers (cap always has room for the whole frame).
+	 */
+	uint32_t nspan;
+	uint32_t tail_len;
+	uint8_t tail[8];
+	struct droce_txspan {
+		const uint8_t *addr;
+		uint32_t len;
+		struct droce_mr *mr;
+	} span[DROCE_TX_MAX_SPANS];
 };
 
 /** The environment of a queue: where frames go. */
@@ -137,6 +156,16 @@ struct droce_tp_io {
 	/** Give back n unused buffers from tx_alloc. */
 	void (*tx_free)(void *arg, struct droce_txbuf *bufs, uint32_t n);
 	void *arg;
+	/**
+	 * Send payloads of at least zc_min bytes from registered memory
+	 * without copying them (struct droce_txbuf spans); 0: always copy.
+	 * IPv6 frames are always copied (their UDP checksum covers the
+	 * payload).
+	 */
+	uint32_t zc_min;
+	/** Whether [addr, addr+len) can be a span (the NIC can reach it);
+	 * NULL: any memory. */
+	int (*zc_mem_ok)(void *arg, const void *addr, uint32_t len);
 };
 
 void droce_tp_queue_set_io(struct droce_tp_queue *q, const struct droce_tp_io *io);
@@ -176,6 +205,14 @@ int droce_pd_dealloc(struct droce_pd *pd);	/**< -EBUSY while in use */
 struct droce_mr *droce_mr_reg(struct droce_pd *pd, void *addr, size_t len,
 		uint64_t iova, unsigned int access);
 int droce_mr_dereg(struct droce_mr *mr);	/**< -EBUSY with bound MWs */
+/**
+ * A zero-copy frame's reference on an MR's memory. droce_mr_dereg waits
+ * (up to DROCE_MR_ZC_WAIT_MS) for frames still queued to let go; the MR's
+ * bookkeeping lives until the last reference is gone.
+ */
+void droce_mr_zc_get(struct droce_mr *mr);
+void droce_mr_zc_put(struct droce_mr *mr);
+#define DROCE_MR_ZC_WAIT_MS 100
 uint32_t droce_mr_lkey(const struct droce_mr *mr);
 uint32_t droce_mr_rkey(const struct droce_mr *mr);
 
@@ -336,6 +373,7 @@ struct droce_tp_stats {
 	uint64_t acks_tx, acks_rx;
 	uint64_t read_replays, atomic_replays;
 	uint64_t cq_overflows;
+	uint64_t tx_zc_pkts;	/**< frames whose payload went by reference */
 };
 
 void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);

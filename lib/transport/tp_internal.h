@@ -37,6 +37,8 @@ struct droce_mr {
 	uint64_t len;
 	unsigned int access;
 	uint32_t nb_mw;		/* windows bound to it */
+	/* 1 while registered + one per zero-copy span still queued */
+	uint32_t zc_refs;
 };
 
 struct droce_mw {
@@ -307,7 +309,7 @@ struct droce_mr *tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd,
 		uint32_t lkey);
 /* Resolve [va, va+len) under rkey with access; NULL if not allowed. */
 uint8_t *tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va,
-		uint64_t len, unsigned int access);
+		uint64_t len, unsigned int access, struct droce_mr **mrp);
 int tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey);
 int tp_bind_mw(struct droce_qp *qp, struct droce_mw *mw,
 		const struct ibv_mw_bind_info *b, uint32_t new_rkey);
@@ -322,6 +324,11 @@ int tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, uint64_t off,
 		const uint8_t *src, uint32_t len);
 uint64_t tp_sge_total(const struct ibv_sge *sge, uint32_t n);
+/* The registered memory behind len bytes at off of an SGE list, as at most
+ * max spans: their count, 0 if more are needed, -EPERM on a bad lkey. */
+int tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		uint32_t len, struct droce_txspan *sp, uint32_t max);
 
 /* tp_cq.c */
 int tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited);
@@ -347,6 +354,16 @@ int tp_resp_busy(const struct droce_qp *qp);
 /* tp_tx.c */
 uint8_t *tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b);
 void tp_tx_done(struct droce_tp_queue *q, struct droce_txbuf *b, uint32_t len);
+/* Zero-copy transmit (droce_tp_io.zc_min): whether a payload of plen bytes
+ * in a frame of IP version ip_ver goes by reference, and the tp_tx_done of
+ * such a frame (headers in buf, payload b->span[0, n)); -1: copy it. */
+static inline int
+tp_tx_zc_wanted(const struct droce_tp_queue *q, uint8_t ip_ver, uint32_t plen)
+{
+	return q->io.zc_min && plen >= q->io.zc_min && ip_ver == 4;
+}
+int tp_tx_spans_done(struct droce_tp_queue *q, struct droce_txbuf *b,
+		const uint8_t *buf, uint32_t hlen, uint32_t n, uint32_t plen);
 void tp_tx_flush(struct droce_tp_queue *q);
 int tp_tx_room(struct droce_tp_queue *q);
 void tp_qp_set_template(struct droce_qp *qp);

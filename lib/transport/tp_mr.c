@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tp_internal.h"
 
@@ -92,6 +93,7 @@ droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 	pd->refs++;
 	pthread_mutex_unlock(&dev->lock);
 	mr->pd = pd;
+	mr->zc_refs = 1;
 	mr->base = addr;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
 	mr->len = len;
@@ -108,6 +110,7 @@ droce_mr_dereg(struct droce_mr *mr)
 {
 	struct droce_dev *dev = mr->pd->dev;
 	struct tp_key *k;
+	unsigned int i;
 
 	pthread_mutex_lock(&dev->lock);
 	if (mr->nb_mw) {
@@ -120,8 +123,31 @@ droce_mr_dereg(struct droce_mr *mr)
 	dev->nb_mr--;
 	mr->pd->refs--;
 	pthread_mutex_unlock(&dev->lock);
-	free(mr);
+	/*
+	 * Zero-copy frames still queued (droce's transmit queue, fault
+	 * injection's delay queue, the NIC's ring) read this memory when they
+	 * leave: give them a moment, since the application may free it once
+	 * we return. Past that the MR's bookkeeping stays until the last one
+	 * lets go, and such a frame may carry whatever the memory then holds.
+	 */
+	for (i = 0; i < DROCE_MR_ZC_WAIT_MS * 20 &&
+			__atomic_load_n(&mr->zc_refs, __ATOMIC_ACQUIRE) > 1; i++)
+		usleep(50);
+	droce_mr_zc_put(mr);
 	return 0;
+}
+
+void
+droce_mr_zc_get(struct droce_mr *mr)
+{
+	__atomic_fetch_add(&mr->zc_refs, 1, __ATOMIC_RELAXED);
+}
+
+void
+droce_mr_zc_put(struct droce_mr *mr)
+{
+	if (__atomic_sub_fetch(&mr->zc_refs, 1, __ATOMIC_ACQ_REL) == 0)
+		free(mr);
 }
 
 uint32_t
@@ -340,9 +366,10 @@ tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd, uint32_t lkey)
 
 uint8_t *
 tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
-		unsigned int access)
+		unsigned int access, struct droce_mr **mrp)
 {
 	struct tp_key *k = key_find(qp->dev, rkey);
+	struct droce_mr *owner;
 	uint8_t *base;
 	uint64_t iova, mlen;
 	unsigned int acc;
@@ -354,6 +381,7 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 
 		if (mr->pd != qp->pd)
 			return NULL;
+		owner = mr;
 		base = mr->base;
 		iova = mr->iova;
 		mlen = mr->len;
@@ -364,6 +392,7 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 		if (mw->mr == NULL || mw->pd != qp->pd ||
 				(mw->qp != NULL && mw->qp != qp))
 			return NULL;
+		owner = mw->mr;
 		base = mw->base;
 		iova = mw->iova;
 		mlen = mw->len;
@@ -374,6 +403,8 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 	/* [va, va+len) inside [iova, iova+mlen), without overflow */
 	if (va < iova || len > mlen || va - iova > mlen - len)
 		return NULL;
+	if (mrp != NULL)
+		*mrp = owner;
 	return base + (va - iova);
 }
 
@@ -389,14 +420,15 @@ tp_sge_total(const struct ibv_sge *sge, uint32_t n)
 }
 
 static uint8_t *
-sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
-		unsigned int need)
+sge_addr_mr(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *s, unsigned int need, struct droce_mr **mrp)
 {
 	struct droce_mr *mr = tp_lkey_lookup(dev, pd, s->lkey);
 	uint64_t a;
 
 	if (mr == NULL || (mr->access & need) != need)
 		return NULL;
+	*mrp = mr;
 	/* ZERO_BASED MRs take addresses as offsets; others virtual. */
 	a = (mr->access & IBV_ACCESS_ZERO_BASED) ? s->addr :
 		s->addr - (uint64_t)(uintptr_t)mr->base;
@@ -405,6 +437,15 @@ sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
 			s->length > mr->len || a > mr->len - s->length)
 		return NULL;
 	return mr->base + a;
+}
+
+static uint8_t *
+sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
+		unsigned int need)
+{
+	struct droce_mr *mr;
+
+	return sge_addr_mr(dev, pd, s, need, &mr);
 }
 
 int
@@ -445,6 +486,36 @@ tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
 		off = 0;
 	}
 	return len ? -EMSGSIZE : 0;
+}
+
+int
+tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		uint32_t len, struct droce_txspan *sp, uint32_t max)
+{
+	uint32_t i, c, k = 0;
+	uint8_t *src;
+
+	for (i = 0; i < n && len; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		if (k == max)
+			return 0;
+		c = sge[i].length - (uint32_t)off;
+		if (c > len)
+			c = len;
+		src = sge_addr_mr(dev, pd, &sge[i], 0, &sp[k].mr);
+		if (src == NULL)
+			return -EPERM;
+		sp[k].addr = src + off;
+		sp[k].len = c;
+		k++;
+		len -= c;
+		off = 0;
+	}
+	return len ? -EMSGSIZE : (int)k;
 }
 
 int

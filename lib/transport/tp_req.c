@@ -258,6 +258,28 @@ gather(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint8_t *dst,
 		len) ? -1 : 0;
 }
 
+/*
+ * The payload at off of w sent by reference to its MRs where the queue
+ * does zero-copy: 1 if the frame is done, 0 to copy it, -1 on a local
+ * protection error.
+ */
+static int
+zc_payload(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
+		struct droce_txbuf *b, uint8_t *buf, uint32_t hlen,
+		uint32_t plen, uint8_t ip_ver)
+{
+	int n;
+
+	if (w->inline_data || !tp_tx_zc_wanted(qp->queue, ip_ver, plen))
+		return 0;
+	n = tp_sge_spans(qp->dev, qp->pd, w->sge, w->num_sge, off, plen,
+		b->span, DROCE_TX_MAX_SPANS);
+	if (n <= 0)
+		return n == 0 ? 0 : -1;
+	return tp_tx_spans_done(qp->queue, b, buf, hlen, (uint32_t)n,
+		plen) == 0;
+}
+
 /* Send one packet of the WQE at sq.cur. 1 sent, 0 stalled, -1 WQE failed. */
 static int
 send_one(struct droce_qp *qp, struct tp_swqe *w)
@@ -267,7 +289,7 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	struct droce_pkt p;
 	uint32_t plen = 0, npsn_pkt = 1, cap;
 	uint8_t *buf;
-	int hlen;
+	int hlen, rc;
 	uint64_t off = qp->cur_off;
 	int last;
 
@@ -344,9 +366,17 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	p.payload_len = plen;
 	hlen = qp->type == IBV_QPT_UD ? droce_wire_build_hdr(&p, buf, b->cap) :
 		droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
-	if (hlen < 0 || gather(qp, w, off, buf + hlen, plen) != 0)
+	if (hlen < 0)
 		return -1;
-	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+	rc = zc_payload(qp, w, off, b, buf, (uint32_t)hlen, plen,
+		qp->type == IBV_QPT_UD ? p.ip_ver : qp->tmpl.ip_ver);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		if (gather(qp, w, off, buf + hlen, plen) != 0)
+			return -1;
+		tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+	}
 
 	if (w->state == TP_WQE_POSTED) {
 		w->first_psn = qp->psn;

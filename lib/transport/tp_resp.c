@@ -237,7 +237,7 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		if (pkt->reth_len) {
 			qp->rx_write_base = (qp->access & IBV_ACCESS_REMOTE_WRITE) ?
 				tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
-					pkt->reth_len, IBV_ACCESS_REMOTE_WRITE) :
+					pkt->reth_len, IBV_ACCESS_REMOTE_WRITE, NULL) :
 				NULL;
 			if (qp->rx_write_base == NULL) {
 				if (qp->type == IBV_QPT_RC)
@@ -316,7 +316,7 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 	if (pkt->reth_len) {
 		base = (qp->access & IBV_ACCESS_REMOTE_READ) ?
 			tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
-				pkt->reth_len, IBV_ACCESS_REMOTE_READ) : NULL;
+				pkt->reth_len, IBV_ACCESS_REMOTE_READ, NULL) : NULL;
 		if (base == NULL) {
 			resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC,
 				IBV_WC_REM_ACCESS_ERR);
@@ -355,7 +355,7 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 	}
 	p = (qp->access & IBV_ACCESS_REMOTE_ATOMIC) ?
 		(uint64_t *)tp_rkey_resolve(qp, pkt->atm_rkey, pkt->atm_va, 8,
-			IBV_ACCESS_REMOTE_ATOMIC) : NULL;
+			IBV_ACCESS_REMOTE_ATOMIC, NULL) : NULL;
 	if (p == NULL) {
 		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
 		return -1;
@@ -561,6 +561,27 @@ send_ack(struct droce_qp *qp)
 	return 1;
 }
 
+/*
+ * A READ response's payload sent from the MR without a copy, where the
+ * queue does zero-copy: 1 if the frame is done. The key is looked up again
+ * (not the pointer kept since the request) so that a span only ever takes
+ * a reference on an MR that is still registered.
+ */
+static int
+zc_read_resp(struct droce_qp *qp, const struct tp_res *r,
+		struct droce_txbuf *b, uint8_t *buf, uint32_t hlen, uint32_t plen)
+{
+	struct droce_tp_queue *q = qp->queue;
+
+	if (!tp_tx_zc_wanted(q, qp->tmpl.ip_ver, plen) ||
+			tp_rkey_resolve(qp, r->rkey, r->va + r->sent, plen,
+				IBV_ACCESS_REMOTE_READ, &b->span[0].mr) == NULL)
+		return 0;
+	b->span[0].addr = r->base + r->sent;
+	b->span[0].len = plen;
+	return tp_tx_spans_done(q, b, buf, hlen, 1, plen) == 0;
+}
+
 /* One READ response packet or one atomic ACK from resource r. */
 static int
 send_res(struct droce_qp *qp, struct tp_res *r)
@@ -597,9 +618,12 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 	}
 	p.payload_len = plen;
 	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
-	if (plen)
+	if (plen && !zc_read_resp(qp, r, b, buf, (uint32_t)hlen, plen)) {
 		memcpy(buf + hlen, r->base + r->sent, plen);
-	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+		tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+	} else if (plen == 0) {
+		tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+	}
 	if (!r->is_atomic) {
 		r->sent += plen;
 		r->cur_psn = droce_psn_add(r->cur_psn, 1);

@@ -38,6 +38,7 @@ tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
 	*b = &q->tx[q->tx_used];
 	if ((*b)->cap < cap)
 		return NULL;
+	(*b)->nspan = 0;
 	return (*b)->data;
 }
 
@@ -49,6 +50,30 @@ tp_tx_done(struct droce_tp_queue *q, struct droce_txbuf *b, uint32_t len)
 	q->tx_budget--;
 	q->st.tx_pkts++;
 	q->st.tx_bytes += len;
+}
+
+int
+tp_tx_spans_done(struct droce_tp_queue *q, struct droce_txbuf *b,
+		const uint8_t *buf, uint32_t hlen, uint32_t n, uint32_t plen)
+{
+	uint32_t i, st;
+
+	if (q->io.zc_mem_ok != NULL)
+		for (i = 0; i < n; i++)
+			if (!q->io.zc_mem_ok(q->io.arg, b->span[i].addr,
+					b->span[i].len))
+				return -1;
+	st = droce_wire_icrc_begin(buf, hlen);
+	for (i = 0; i < n; i++) {
+		st = droce_icrc_update(st, b->span[i].addr, b->span[i].len);
+		droce_mr_zc_get(b->span[i].mr);
+	}
+	b->nspan = n;
+	b->tail_len = droce_wire_icrc_end(st, plen, b->tail);
+	tp_tx_done(q, b, hlen);
+	q->st.tx_bytes += plen + b->tail_len;
+	q->st.tx_zc_pkts++;
+	return 0;
 }
 
 void

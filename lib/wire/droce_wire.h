@@ -349,6 +349,17 @@ int droce_wire_build_hdr_tmpl(const struct droce_hdr_tmpl *t,
  */
 uint32_t droce_wire_finish(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len);
 
+/**
+ * The same for a frame whose payload lies elsewhere (zero-copy transmit):
+ * begin with the headers in buf (IPv4 only: an IPv6 frame's UDP checksum
+ * covers the payload), continue with droce_icrc_update() over each piece
+ * of payload, end by writing the pad bytes and the ICRC, which follow the
+ * payload on the wire, to tail (8 bytes). Returns the bytes in tail.
+ */
+uint32_t droce_wire_icrc_begin(const uint8_t *buf, uint32_t hdr_len);
+uint32_t droce_wire_icrc_end(uint32_t state, uint32_t payload_len,
+		uint8_t *tail);
+
 /* ---- ICRC ---- */
 
 /** CRC-32 (reflected Ethernet polynomial) update, no pre/post inversion. */

@@ -271,6 +271,31 @@ droce_wire_finish(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len)
 	return end + DROCE_ICRC_LEN;
 }
 
+uint32_t
+droce_wire_icrc_begin(const uint8_t *buf, uint32_t hdr_len)
+{
+	uint32_t l3off = frame_l3_off(buf);
+
+	return droce_icrc_hdr(buf + l3off, hdr_len - l3off);
+}
+
+uint32_t
+droce_wire_icrc_end(uint32_t state, uint32_t payload_len, uint8_t *tail)
+{
+	static const uint8_t zero[4];
+	uint32_t pad = pad_of(payload_len), icrc;
+
+	memset(tail, 0, pad);
+	if (pad)
+		state = droce_icrc_update(state, zero, pad);
+	icrc = droce_icrc_final(state);
+	tail[pad] = (uint8_t)icrc;
+	tail[pad + 1] = (uint8_t)(icrc >> 8);
+	tail[pad + 2] = (uint8_t)(icrc >> 16);
+	tail[pad + 3] = (uint8_t)(icrc >> 24);
+	return pad + DROCE_ICRC_LEN;
+}
+
 int
 droce_wire_build(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 {

@@ -56,13 +56,66 @@ fl_tx_free(void *arg, struct droce_txbuf *bufs, uint32_t n)
 		free(bufs[i].data);
 }
 
-static void
-insert(struct fakelink *l, int dir, uint8_t *data, uint32_t len, uint64_t due)
+/* A frame to put in flight: its headers (or all of it) in data. */
+static struct fl_frame *
+frame_new(uint8_t *data, uint32_t len)
 {
-	struct fl_frame *f = malloc(sizeof(*f)), **pp;
+	struct fl_frame *f = calloc(1, sizeof(*f));
 
 	f->data = data;
 	f->len = len;
+	return f;
+}
+
+/* Another copy of f in flight (duplication): more references. */
+static struct fl_frame *
+frame_dup(const struct fl_frame *f)
+{
+	struct fl_frame *c = malloc(sizeof(*c));
+	uint32_t i;
+
+	*c = *f;
+	c->data = malloc(FL_CAP);
+	memcpy(c->data, f->data, f->len);
+	for (i = 0; i < c->nspan; i++)
+		droce_mr_zc_get(c->span[i].mr);
+	return c;
+}
+
+/* The NIC reads a zero-copy frame's payload: one contiguous frame. */
+static void
+frame_linearize(struct fl_frame *f)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->nspan; i++) {
+		memcpy(f->data + f->len, f->span[i].addr, f->span[i].len);
+		f->len += f->span[i].len;
+		droce_mr_zc_put(f->span[i].mr);
+	}
+	if (f->nspan) {
+		memcpy(f->data + f->len, f->tail, f->tail_len);
+		f->len += f->tail_len;
+	}
+	f->nspan = 0;
+}
+
+static void
+frame_free(struct fl_frame *f)
+{
+	uint32_t i;
+
+	for (i = 0; i < f->nspan; i++)
+		droce_mr_zc_put(f->span[i].mr);
+	free(f->data);
+	free(f);
+}
+
+static void
+insert(struct fakelink *l, int dir, struct fl_frame *f, uint64_t due)
+{
+	struct fl_frame **pp;
+
 	f->due = due;
 	pp = &l->inflight[dir];
 	while (*pp != NULL && (*pp)->due <= due)
@@ -99,43 +152,50 @@ fl_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		uint8_t *d = bufs[i].data;
-		uint32_t len = bufs[i].len;
+		struct fl_frame *f = frame_new(bufs[i].data, bufs[i].len);
 		uint64_t due = l->now + l->delay_ns;
 
+		if (bufs[i].nspan) {
+			f->nspan = bufs[i].nspan;
+			memcpy(f->span, bufs[i].span, sizeof(f->span));
+			memcpy(f->tail, bufs[i].tail, sizeof(f->tail));
+			f->tail_len = bufs[i].tail_len;
+			/* a capture needs the whole frame now (the filters
+			 * read headers only) */
+			if (l->pcap != NULL)
+				frame_linearize(f);
+		}
 		c->sent++;
-		pcap_write(l, d, len);
-		if (l->filter != NULL && l->filter(l, dir, d, len)) {
+		pcap_write(l, f->data, f->len);
+		if (l->filter != NULL && l->filter(l, dir, f->data, f->len)) {
 			c->dropped++;
-			free(d);
+			frame_free(f);
 			continue;
 		}
 		if (fa->stalled) {
 			c->stalled++;
-			free(d);
+			frame_free(f);
 			continue;
 		}
 		if (chance(l, fa->drop_ppm)) {
 			c->dropped++;
-			free(d);
+			frame_free(f);
 			continue;
 		}
 		if (chance(l, fa->dup_ppm)) {
-			uint8_t *dup = malloc(len);
-
-			memcpy(dup, d, len);
 			c->duplicated++;
-			insert(l, dir, dup, len, due + fl_rand(l) % 20000);
+			insert(l, dir, frame_dup(f), due + fl_rand(l) % 20000);
 		}
 		if (chance(l, fa->corrupt_ppm)) {
-			d[fl_rand(l) % len] ^= (uint8_t)(1u << (fl_rand(l) % 8));
+			f->data[fl_rand(l) % f->len] ^=
+				(uint8_t)(1u << (fl_rand(l) % 8));
 			c->corrupted++;
 		}
 		if (chance(l, fa->reorder_ppm)) {
 			due += 1000 + fl_rand(l) % 30000;
 			c->reordered++;
 		}
-		insert(l, dir, d, len, due);
+		insert(l, dir, f, due);
 	}
 }
 
@@ -150,7 +210,6 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 	for (s = 0; s < 2; s++) {
 		struct fl_end *e = &l->end[s];
 		struct droce_dev_conf conf;
-		struct droce_tp_io io;
 
 		e->link = l;
 		e->side = s;
@@ -170,14 +229,29 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 		if (e->dev == NULL)
 			return -errno;
 		e->q = droce_dev_queue(e->dev, 0);
-		io.tx_alloc = fl_tx_alloc;
-		io.tx_submit = fl_tx_submit;
-		io.tx_free = fl_tx_free;
-		io.arg = e;
-		droce_tp_queue_set_io(e->q, &io);
 		e->pd = droce_pd_alloc(e->dev);
 	}
+	fl_set_zero_copy(l, 0);
 	return 0;
+}
+
+void
+fl_set_zero_copy(struct fakelink *l, uint32_t min)
+{
+	int s;
+
+	l->zc_min = min;
+	for (s = 0; s < 2; s++) {
+		struct droce_tp_io io = {
+			.tx_alloc = fl_tx_alloc,
+			.tx_submit = fl_tx_submit,
+			.tx_free = fl_tx_free,
+			.arg = &l->end[s],
+			.zc_min = min,
+		};
+
+		droce_tp_queue_set_io(l->end[s].q, &io);
+	}
 }
 
 void
@@ -190,8 +264,7 @@ fl_fini(struct fakelink *l)
 			struct fl_frame *f = l->inflight[s];
 
 			l->inflight[s] = f->next;
-			free(f->data);
-			free(f);
+			frame_free(f);
 		}
 	}
 	if (l->pcap)
@@ -226,6 +299,7 @@ fl_step(struct fakelink *l, uint64_t dt)
 			struct fl_frame *f = l->inflight[s];
 
 			l->inflight[s] = f->next;
+			frame_linearize(f);
 			frames[n] = f->data;
 			lens[n] = f->len;
 			done[n++] = f;

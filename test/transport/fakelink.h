@@ -26,7 +26,13 @@ struct fl_faults {
 
 struct fl_frame {
 	uint8_t *data;
-	uint32_t len;
+	uint32_t len;		/* in data: the headers of a zero-copy frame */
+	/* zero-copy: the payload stays in the MRs until delivery, as on a
+	 * NIC that reads it when it sends */
+	uint32_t nspan;
+	struct droce_txspan span[DROCE_TX_MAX_SPANS];
+	uint8_t tail[8];
+	uint32_t tail_len;
 	uint64_t due;
 	struct fl_frame *next;
 };
@@ -58,6 +64,7 @@ struct fakelink {
 	int (*filter)(struct fakelink *l, int dir, const uint8_t *f,
 		uint32_t len);
 	void *filter_arg;
+	uint32_t zc_min;		/* fl_set_zero_copy */
 	/* optional capture of a sample of frames */
 	FILE *pcap;
 	uint32_t pcap_every, pcap_count, pcap_max;
@@ -66,6 +73,9 @@ struct fakelink {
 /* Two devices, one queue each, 10.0.0.1 and 10.0.0.2, MTU eth_mtu. */
 int fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu);
 void fl_fini(struct fakelink *l);
+
+/* Both ends send payloads of at least min bytes by reference (0: off). */
+void fl_set_zero_copy(struct fakelink *l, uint32_t min);
 
 /* Advance the clock by dt ns: deliver due frames, progress both ends. */
 void fl_step(struct fakelink *l, uint64_t dt);

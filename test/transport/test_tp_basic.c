@@ -9,6 +9,10 @@
  * UC SEND/WRITE; UD SEND with the GRH. Data and completion fields checked.
  */
 
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "tp_util.h"
 
 static struct fakelink L;
@@ -409,14 +413,123 @@ test_mw_type1(void)
 	pair_free(&p);
 }
 
+struct dereg_arg {
+	struct droce_mr *mr;
+	volatile int done;
+};
+
+static void *
+dereg_thread(void *arg)
+{
+	struct dereg_arg *d = arg;
+
+	CHECK_EQ(droce_mr_dereg(d->mr), 0, "dereg with frames in flight");
+	__atomic_store_n(&d->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Zero-copy frames still in flight read the MR when they leave (the fake
+ * link reads them at delivery): deregistering it waits for them, up to
+ * DROCE_MR_ZC_WAIT_MS; past that it returns and the MR's bookkeeping stays
+ * until the last frame lets go (ASan would see it freed early).
+ */
+static void
+test_dereg_waits(int give_up)
+{
+	struct pair p;
+	struct tbuf sb, rb;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	struct dereg_arg d = { 0 };
+	pthread_t th;
+	uint64_t t0;
+	int blocked;
+
+	pair_make(&p, IBV_QPT_RC);
+	tbuf_init(&sb, L.end[0].pd, 4096, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, 4096, ACC_ALL);
+	pattern(sb.p, 4096, 99);
+	s = sge_of(&sb, 0, 4096);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p;
+	wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+	CHECK_EQ(post(p.qp[0], &wr), 0, "post write");
+	fl_step(&L, 0);		/* sent, not delivered: the link holds them */
+	CHECK(L.inflight[0] != NULL && L.inflight[0]->nspan > 0,
+		"frames in flight by reference");
+	d.mr = sb.mr;
+	t0 = mono_ms();
+	if (give_up) {
+		/* nobody delivers: dereg gives up waiting */
+		dereg_thread(&d);
+		CHECK(mono_ms() - t0 >= DROCE_MR_ZC_WAIT_MS / 2,
+			"dereg waited for the frames (%llu ms)",
+			(unsigned long long)(mono_ms() - t0));
+	} else {
+		CHECK_EQ(pthread_create(&th, NULL, dereg_thread, &d), 0,
+			"thread");
+		usleep(20000);
+		blocked = !__atomic_load_n(&d.done, __ATOMIC_ACQUIRE);
+		/* a verdict only if this thread was not itself held up
+		 * past the wait */
+		if (mono_ms() - t0 < DROCE_MR_ZC_WAIT_MS * 3 / 4)
+			CHECK(blocked, "dereg returned with frames in flight");
+	}
+	/* the frames leave with the data the MR held */
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write completion");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "write status");
+	if (!give_up) {
+		pthread_join(th, NULL);
+		CHECK(d.done, "dereg returned");
+	}
+	CHECK(pattern_ok(rb.p, 4096, 99), "data after dereg");
+	free(sb.p);
+	tbuf_fini(&rb);
+	pair_free(&p);
+}
+
+static uint64_t
+zc_frames(void)
+{
+	struct droce_tp_stats st;
+	uint64_t n = 0;
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		droce_tp_queue_stats(L.end[s].q, &st);
+		n += st.tx_zc_pkts;
+	}
+	return n;
+}
+
+/* argv[1] "zero-copy": every payload by reference to its MR. */
 int
-main(void)
+main(int argc, char **argv)
 {
 	static const uint32_t sizes[] = { 0, 1, 3, 64, 1023, 1024, 1025, 4096,
 		5000, 65536, 1 << 20 };
 	unsigned int i;
+	int zc = argc > 1 && strcmp(argv[1], "zero-copy") == 0;
 
 	CHECK_EQ(fl_init(&L, 1, 1500), 0, "fakelink");
+	if (zc)
+		fl_set_zero_copy(&L, 1);
 	for (i = 0; i < (sizeof(sizes) / sizeof(sizes[0])); i++) {
 		test_send(IBV_QPT_RC, sizes[i], i & 1, 0);
 		test_write(IBV_QPT_RC, sizes[i] ? sizes[i] : 3, i & 1);
@@ -431,6 +544,13 @@ main(void)
 	test_atomics();
 	test_mw_inv();
 	test_mw_type1();
+	if (zc) {
+		CHECK(zc_frames() > 0, "frames went by reference");
+		test_dereg_waits(0);
+		test_dereg_waits(1);
+	} else {
+		CHECK_EQ(zc_frames(), 0, "zero-copy off: every frame copied");
+	}
 	fl_fini(&L);
 	return check_report("test_tp_basic");
 }

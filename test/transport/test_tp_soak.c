@@ -403,6 +403,9 @@ main(int argc, char **argv)
 		L.faults[dir].reorder_ppm = argc > 6 ? atoi(argv[6]) : 50000;
 		L.faults[dir].corrupt_ppm = argc > 7 ? atoi(argv[7]) : 1000;
 	}
+	/* TP_SOAK_ZC=N: payloads of N bytes or more go by reference */
+	if (getenv("TP_SOAK_ZC") != NULL)
+		fl_set_zero_copy(&L, (uint32_t)atoi(getenv("TP_SOAK_ZC")));
 	setup();
 	total_ops = ops;
 	for (c = 0; c < NB_QP; c++)
@@ -484,6 +487,12 @@ main(int argc, char **argv)
 			st[s].read_replays, st[s].atomic_replays);
 	CHECK(L.cnt[0].dropped + L.cnt[1].dropped > 0 || ops < 100,
 		"the link really dropped frames");
+	if (L.zc_min) {
+		printf("zero-copy frames: %" PRIu64 " + %" PRIu64 "\n",
+			st[0].tx_zc_pkts, st[1].tx_zc_pkts);
+		CHECK(st[0].tx_zc_pkts > 0 && st[1].tx_zc_pkts > 0,
+			"frames went by reference");
+	}
 	fl_fini(&L);
 	return check_report("test_tp_soak");
 }
