@@ -572,12 +572,16 @@ zc_read_resp(struct droce_qp *qp, const struct tp_res *r,
 		struct droce_txbuf *b, uint8_t *buf, uint32_t hlen, uint32_t plen)
 {
 	struct droce_tp_queue *q = qp->queue;
+	const uint8_t *src;
 
-	if (!tp_tx_zc_wanted(q, qp->tmpl.ip_ver, plen) ||
-			tp_rkey_resolve(qp, r->rkey, r->va + r->sent, plen,
-				IBV_ACCESS_REMOTE_READ, &b->span[0].mr) == NULL)
+	if (!tp_tx_zc_wanted(q, qp->tmpl.ip_ver, plen))
 		return 0;
-	b->span[0].addr = r->base + r->sent;
+	/* the memory the reference is on: the key's now */
+	src = tp_rkey_resolve(qp, r->rkey, r->va + r->sent, plen,
+		IBV_ACCESS_REMOTE_READ, &b->span[0].mr);
+	if (src == NULL)
+		return 0;
+	b->span[0].addr = src;
 	b->span[0].len = plen;
 	return tp_tx_spans_done(q, b, buf, hlen, 1, plen) == 0;
 }
