@@ -44,6 +44,7 @@ static struct {
 	uint32_t sizes[32], nsizes;
 	uint32_t iters, nqp, queues, cores, depth, post_list;
 	int inline_data, lat, verify, raw, live, json_out, static_neigh;
+	int expect_handoffs;
 	double duration;
 	struct droce_fault_conf fault;
 } opt = {
@@ -114,6 +115,20 @@ zc_frames(void)
 		droce_port_unlock(port, i);
 		n += st.tx_zc_pkts;
 	}
+	return n;
+}
+
+/* Frames this side received on one queue for a QP of another. */
+static uint64_t
+handoffs(void)
+{
+	struct droce_port_queue_stats st;
+	uint64_t n = 0;
+	uint32_t i;
+
+	for (i = 0; i < opt.queues; i++)
+		if (droce_port_queue_stats(port, i, &st) == 0)
+			n += st.handoffs;
 	return n;
 }
 
@@ -193,6 +208,8 @@ usage(void)
 "                      on receive (both sides), delay for `us` microseconds\n"
 "  --fault-frames N    faults only in the first N frames received\n"
 "  --static-neigh      take the peer MAC from the side channel, no ARP\n"
+"  --expect-handoffs   fail unless some frames reached their QP's queue\n"
+"                      through the hand-off ring (either side)\n"
 "  --json              print results as JSON   --live  progress lines\n"
 "  --eal \"ARGS\"        EAL arguments\n"
 "  --sc-addr A.B.C.D   side channel address (127.0.0.1)\n"
@@ -234,6 +251,7 @@ parse_args(int argc, char **argv)
 		{ "fault", required_argument, NULL, 'f' },
 		{ "fault-frames", required_argument, NULL, 'F' },
 		{ "static-neigh", no_argument, NULL, 'N' },
+		{ "expect-handoffs", no_argument, NULL, 'H' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'y' },
 		{ "sc-addr", required_argument, NULL, 'A' },
@@ -296,6 +314,7 @@ parse_args(int argc, char **argv)
 			opt.fault.frames = strtoull(optarg, NULL, 0);
 			break;
 		case 'N': opt.static_neigh = 1; break;
+		case 'H': opt.expect_handoffs = 1; break;
 		case 'j': opt.json_out = 1; break;
 		case 'y': opt.live = 1; break;
 		case 'A': opt.sc_addr = optarg; break;
@@ -1301,6 +1320,7 @@ server_loop(void)
 				st.nak_seq_tx, st.rnr_nak_tx, st.nak_inv_tx,
 				st.dup_rx, droce_qp_state(qp[0]));
 			c.value = zc_frames();
+			c.handoffs = handoffs();
 			sc_send(sc, &c, sizeof(c));
 			return 0;
 		}
@@ -1419,9 +1439,22 @@ main(int argc, char **argv)
 			struct perf_cmd c = { .kind = PERF_CMD_QUIT };
 
 			sc_send(sc, &c, sizeof(c));
-			if (sc_recv(sc, &c, sizeof(c)) == 0 &&
-					zc_check(c.value) != 0)
+			if (sc_recv(sc, &c, sizeof(c)) != 0) {
 				rc = 1;
+			} else {
+				if (zc_check(c.value) != 0)
+					rc = 1;
+				if (opt.queues > 1 && !opt.json_out)
+					printf(" hand-offs between queues: client "
+						"%" PRIu64 ", server %" PRIu64 "\n",
+						handoffs(), c.handoffs);
+				if (opt.expect_handoffs &&
+						handoffs() + c.handoffs == 0) {
+					fprintf(stderr, "droce-perf: no frame "
+						"went through a hand-off ring\n");
+					rc = 1;
+				}
+			}
 		}
 	}
 	close(sc);

@@ -33,6 +33,7 @@ struct perf_cmd {
 	uint32_t seed;
 	uint32_t flags;
 	uint64_t value;		/* result (frames counted, check result) */
+	uint64_t handoffs;	/* QUIT's answer: the server's hand-offs */
 };
 
 enum { PERF_CMD_RUN = 1, PERF_CMD_DONE, PERF_CMD_RAW, PERF_CMD_RAW_DONE,

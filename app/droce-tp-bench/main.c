@@ -8,11 +8,14 @@
  * buffers recycled); one thread runs both ends, so the figure is the cost
  * of requester + responder + completer together on one core. A benchmark:
  * it prints figures, it never fails on them.
+ *
+ *     droce-tp-bench [seconds per case] [op [bytes]]
  */
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "droce_transport.h"
@@ -274,6 +277,9 @@ main(int argc, char **argv)
 		{ "READ", IBV_WR_RDMA_READ, 65536 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 1.0;
+	/* optional: one case only (op name, bytes), to profile it */
+	const char *only_op = argc > 2 ? argv[2] : NULL;
+	uint32_t only_size = argc > 3 ? (uint32_t)atoi(argv[3]) : 0;
 	unsigned int i;
 
 	setup(1 << 20);
@@ -281,8 +287,12 @@ main(int argc, char **argv)
 		"ends, %d WRs in flight\n", DEPTH / 2);
 	printf("%-10s %8s %14s %12s\n", "op", "bytes", "msgs/s", "Gbit/s");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		double r = run(cases[i].op, cases[i].size, secs);
+		double r;
 
+		if (only_op != NULL && (strcasecmp(only_op, cases[i].name) ||
+				(only_size && only_size != cases[i].size)))
+			continue;
+		r = run(cases[i].op, cases[i].size, secs);
 		printf("%-10s %8u %14.0f %12.2f\n", cases[i].name,
 			cases[i].size, r, r * cases[i].size * 8 / 1e9);
 	}

@@ -1037,7 +1037,7 @@ droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
 {
 	uint64_t end = droce_now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	uint64_t next = 0;
-	uint32_t ip;
+	uint32_t ip, q;
 
 	if (dp_neigh_lookup(p, dgid, mac) == 0)
 		return 0;
@@ -1049,14 +1049,39 @@ droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
 				dp_nd_solicit(p, dgid);
 			next = droce_now_ns() + 100000000ull;
 		}
-		if (p->conf.mode != DROCE_PROGRESS_THREAD)
-			droce_port_progress(p, 0);
-		else
+		if (p->conf.mode != DROCE_PROGRESS_THREAD) {
+			/* the answer lands on whichever queue the NIC
+			 * picks (RSS, af_packet's fanout) */
+			for (q = 0; q < p->nb_queues; q++)
+				droce_port_progress(p, q);
+		} else
 			usleep(200);
 		if (dp_neigh_lookup(p, dgid, mac) == 0)
 			return 0;
 	}
 	return -ETIMEDOUT;
+}
+
+int
+droce_port_queue_stats(struct droce_port *p, uint32_t qi,
+		struct droce_port_queue_stats *st)
+{
+	struct dp_queue *q;
+
+	if (p == NULL || st == NULL || qi >= p->nb_queues)
+		return -EINVAL;
+	q = &p->q[qi];
+	rte_spinlock_lock(&q->lock);
+	st->rx_pkts = q->rx_pkts;
+	st->tx_pkts = q->tx_pkts;
+	st->tx_drops = q->tx_drops;
+	st->tx_kicks = q->kicks;
+	st->handoffs = q->handoffs;
+	st->non_roce = q->non_roce;
+	st->arp = q->arp;
+	st->tx_zc_copied = q->zc_copied;
+	rte_spinlock_unlock(&q->lock);
+	return 0;
 }
 
 int

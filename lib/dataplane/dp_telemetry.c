@@ -87,32 +87,40 @@ tel_ports(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+static void
+add_nic_stats(struct rte_tel_data *d, const struct droce_port_queue_stats *s)
+{
+	rte_tel_data_add_dict_u64(d, "nic_rx_pkts", s->rx_pkts);
+	rte_tel_data_add_dict_u64(d, "nic_tx_pkts", s->tx_pkts);
+	rte_tel_data_add_dict_u64(d, "nic_tx_drops", s->tx_drops);
+	rte_tel_data_add_dict_u64(d, "nic_tx_kicks", s->tx_kicks);
+	rte_tel_data_add_dict_u64(d, "handoffs", s->handoffs);
+	rte_tel_data_add_dict_u64(d, "non_roce", s->non_roce);
+	rte_tel_data_add_dict_u64(d, "arp", s->arp);
+	/* zero-copy frames copied after all for want of mbufs */
+	rte_tel_data_add_dict_u64(d, "tx_zc_copied", s->tx_zc_copied);
+}
+
 static int
 tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct droce_port *p = port_arg(params, NULL);
 	struct droce_tp_stats sum, st;
-	uint64_t nic_tx = 0, nic_rx = 0, drops = 0, kicks = 0, hand = 0, arp = 0;
-	uint64_t zc_copied = 0;
+	struct droce_port_queue_stats nic, qs;
 	uint32_t i, k;
 
 	(void)cmd;
 	if (p == NULL)
 		return -EINVAL;
 	memset(&sum, 0, sizeof(sum));
+	memset(&nic, 0, sizeof(nic));
 	for (i = 0; i < p->nb_queues; i++) {
-		struct dp_queue *q = &p->q[i];
-
-		rte_spinlock_lock(&q->lock);
-		droce_tp_queue_stats(q->tq, &st);
-		nic_rx += q->rx_pkts;
-		nic_tx += q->tx_pkts;
-		drops += q->tx_drops;
-		kicks += q->kicks;
-		hand += q->handoffs;
-		arp += q->arp;
-		zc_copied += q->zc_copied;
-		rte_spinlock_unlock(&q->lock);
+		droce_port_queue_stats(p, i, &qs);
+		for (k = 0; k < sizeof(qs) / sizeof(uint64_t); k++)
+			((uint64_t *)&nic)[k] += ((uint64_t *)&qs)[k];
+		rte_spinlock_lock(&p->q[i].lock);
+		droce_tp_queue_stats(p->q[i].tq, &st);
+		rte_spinlock_unlock(&p->q[i].lock);
 		for (k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
 			((uint64_t *)&sum)[k] += ((uint64_t *)&st)[k];
 	}
@@ -120,16 +128,9 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "name", p->name);
 	rte_tel_data_add_dict_u64(d, "port_id", p->port_id);
 	rte_tel_data_add_dict_u64(d, "queues", p->nb_queues);
-	rte_tel_data_add_dict_u64(d, "nic_rx_pkts", nic_rx);
-	rte_tel_data_add_dict_u64(d, "nic_tx_pkts", nic_tx);
-	rte_tel_data_add_dict_u64(d, "nic_tx_drops", drops);
-	rte_tel_data_add_dict_u64(d, "nic_tx_kicks", kicks);
-	rte_tel_data_add_dict_u64(d, "handoffs", hand);
-	rte_tel_data_add_dict_u64(d, "arp", arp);
-	/* zero-copy transmit: from how many payload bytes (0: off), and the
-	 * frames copied after all for want of mbufs */
+	add_nic_stats(d, &nic);
+	/* zero-copy transmit: from how many payload bytes (0: off) */
 	rte_tel_data_add_dict_u64(d, "tx_zc_min", p->zc_min);
-	rte_tel_data_add_dict_u64(d, "tx_zc_copied", zc_copied);
 	rte_spinlock_lock(&p->fault_lock);
 	rte_tel_data_add_dict_u64(d, "fault_rx_dropped", p->frx.st.dropped);
 	rte_tel_data_add_dict_u64(d, "fault_rx_duplicated", p->frx.st.duplicated);
@@ -149,6 +150,7 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 static int
 tel_queue_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
+	struct droce_port_queue_stats nic;
 	struct droce_tp_stats st;
 	struct droce_port *p;
 	uint32_t q;
@@ -157,10 +159,12 @@ tel_queue_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	p = port_arg(params, &q);
 	if (p == NULL)
 		return -EINVAL;
+	droce_port_queue_stats(p, q, &nic);
 	rte_spinlock_lock(&p->q[q].lock);
 	droce_tp_queue_stats(p->q[q].tq, &st);
 	rte_spinlock_unlock(&p->q[q].lock);
 	rte_tel_data_start_dict(d);
+	add_nic_stats(d, &nic);
 	add_tp_stats(d, &st);
 	return 0;
 }

@@ -167,6 +167,26 @@ struct droce_fault_stats {
 void droce_port_fault_stats(struct droce_port *port, struct droce_fault_stats *rx,
 		struct droce_fault_stats *tx);
 
+/**
+ * A queue's NIC-side counters (the transport's own, per queue and per QP,
+ * are droce_tp_queue_stats and droce_qp_stats). Also in telemetry
+ * (/droce/port, summed over the queues).
+ */
+struct droce_port_queue_stats {
+	uint64_t rx_pkts;	/* frames received from the PMD */
+	uint64_t tx_pkts;	/* frames the PMD took */
+	uint64_t tx_drops;	/* dropped: the PMD's ring stayed full */
+	uint64_t tx_kicks;	/* af_packet TX ring kicks (not droce traffic) */
+	uint64_t handoffs;	/* received here for a QP on another queue */
+	uint64_t non_roce;	/* not RoCEv2 (ARP, ND, anything else) */
+	uint64_t arp;		/* of those, ARP and ND handled */
+	uint64_t tx_zc_copied;	/* zero-copy frames copied for want of mbufs */
+};
+
+/** Read queue q's counters (takes the queue's lock). @return 0, -EINVAL. */
+int droce_port_queue_stats(struct droce_port *port, uint32_t q,
+		struct droce_port_queue_stats *st);
+
 /** Change fault injection at run time. */
 int droce_port_set_fault(struct droce_port *port, const struct droce_fault_conf *rx,
 		const struct droce_fault_conf *tx);

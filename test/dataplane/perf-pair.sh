@@ -16,6 +16,8 @@
 # frames in one buffer).
 # PAIR_SRV_LCORES / PAIR_CLI_LCORES: the sides' EAL lcore lists (0 and 1),
 # for --cores N; PAIR_EAL_EXTRA: more EAL arguments for both.
+# PAIR_AFPACKET_QPAIRS: net_af_packet queue pairs (1; the kernel spreads
+# received frames over them by flow hash: PACKET_FANOUT).
 # Everything started is torn down on exit, failed or not.
 set -uo pipefail
 perf=$1 link=$2; shift 2
@@ -73,8 +75,8 @@ afpacket)
 	# qdisc_bypass=0: frames go through the kernel's transmit path,
 	# where the nftables egress hook sees them. (An AF_PACKET socket
 	# receives before the ingress hook runs, so loss is made on egress.)
-	srv_vdev="net_af_packet0,iface=va$tag,framecnt=4096,qpairs=1,qdisc_bypass=0"
-	cli_vdev="net_af_packet0,iface=vb$tag,framecnt=4096,qpairs=1,qdisc_bypass=0"
+	srv_vdev="net_af_packet0,iface=va$tag,framecnt=4096,qpairs=${PAIR_AFPACKET_QPAIRS:-1},qdisc_bypass=0"
+	cli_vdev="net_af_packet0,iface=vb$tag,framecnt=4096,qpairs=${PAIR_AFPACKET_QPAIRS:-1},qdisc_bypass=0"
 	srv_ns="ip netns exec $nsa" cli_ns="ip netns exec $nsb"
 	sc_addr=10.199.0.1
 	if [ $nft = 1 ]; then

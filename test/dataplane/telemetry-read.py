@@ -37,7 +37,7 @@ def main():
         print("telemetry: %-12s %d -> %d" % (k, first[k], second[k]))
     ok = (len(ports) == 1 and second["rx_pkts"] > first["rx_pkts"] > 0 and
           second["nic_rx_pkts"] >= second["rx_pkts"] and
-          q["rx_pkts"] > 0)
+          q["rx_pkts"] > 0 and q.get("nic_rx_pkts", 0) >= q["rx_pkts"])
     print("telemetry:", "counters read and moving" if ok else "FAILED")
     return 0 if ok else 1
 
