@@ -504,6 +504,52 @@ test_dereg_waits(int give_up)
 	pair_free(&p);
 }
 
+/*
+ * The MR a posted WRITE gathers from is deregistered while the message is
+ * still going out: the frames not yet built find its key gone, and the WR
+ * completes with a local protection error, the QP in error (the lkey is
+ * checked at post, and again for every frame, by copy or by reference).
+ */
+static void
+test_dereg_mid_message(void)
+{
+	const uint32_t len = 1 << 20;	/* more frames than one window */
+	struct pair p;
+	struct tbuf sb, rb;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+
+	pair_make(&p, IBV_QPT_RC);
+	tbuf_init(&sb, L.end[0].pd, len, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, len, ACC_ALL);
+	pattern(sb.p, len, 5);
+	s = sge_of(&sb, 0, len);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 77;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p;
+	wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+	CHECK_EQ(post(p.qp[0], &wr), 0, "post 1 MB write");
+	fl_step(&L, 0);
+	CHECK(L.inflight[0] != NULL, "first frames sent");
+	/* with frames by reference in flight this waits, then gives up */
+	CHECK_EQ(droce_mr_dereg(sb.mr), 0, "dereg mid-message");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "completion");
+	CHECK_EQ(wc.wr_id, 77, "its WR");
+	CHECK_EQ(wc.status, IBV_WC_LOC_PROT_ERR, "local protection error");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP in error");
+	/* the frames that left before arrive, with the MR's data */
+	fl_run_idle(&L, 1000000000ull);
+	CHECK(pattern_ok(rb.p, 1024, 5), "first frame's data");
+	free(sb.p);
+	tbuf_fini(&rb);
+	pair_free(&p);
+}
+
 static uint64_t
 zc_frames(void)
 {
@@ -544,6 +590,7 @@ main(int argc, char **argv)
 	test_atomics();
 	test_mw_inv();
 	test_mw_type1();
+	test_dereg_mid_message();
 	if (zc) {
 		CHECK(zc_frames() > 0, "frames went by reference");
 		test_dereg_waits(0);
