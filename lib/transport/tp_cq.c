@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include <string.h>
+
 #include "tp_internal.h"
 
 struct droce_cq *
@@ -73,18 +75,29 @@ droce_cq_queue(const struct droce_cq *cq)
 	return cq->queue;
 }
 
-int
-tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited)
+struct ibv_wc *
+tp_cq_slot(struct droce_cq *cq)
 {
+	struct ibv_wc *wc;
+
 	if (cq->head - cq->tail >= cq->cqe) {
 		if (!cq->overflow) {
 			cq->overflow = 1;
 			cq->queue->st.cq_overflows++;
 			tp_async(cq->dev, IBV_EVENT_CQ_ERR, cq);
 		}
-		return -EOVERFLOW;
+		return NULL;
 	}
-	cq->ring[cq->head & (cq->size - 1)] = *wc;
+	wc = &cq->ring[cq->head & (cq->size - 1)];
+	memset(wc, 0, sizeof(*wc));
+	return wc;
+}
+
+void
+tp_cq_commit(struct droce_cq *cq, int solicited)
+{
+	const struct ibv_wc *wc = &cq->ring[cq->head & (cq->size - 1)];
+
 	cq->head++;
 	if (cq->armed && (cq->armed == 1 || solicited ||
 			wc->status != IBV_WC_SUCCESS)) {
@@ -92,6 +105,17 @@ tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited)
 		if (cq->notify)
 			cq->notify(cq->notify_arg, cq);
 	}
+}
+
+int
+tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited)
+{
+	struct ibv_wc *slot = tp_cq_slot(cq);
+
+	if (slot == NULL)
+		return -EOVERFLOW;
+	*slot = *wc;
+	tp_cq_commit(cq, solicited);
 	return 0;
 }
 

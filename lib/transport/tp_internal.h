@@ -332,6 +332,14 @@ int tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,
 
 /* tp_cq.c */
 int tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited);
+/*
+ * The CQ's next entry, zeroed, for the caller to fill and tp_cq_commit;
+ * NULL when the CQ is full (overflow counted, CQ_ERR raised once). Built
+ * in place: a completion built on the stack and copied in makes the copy's
+ * wide loads wait on the narrow stores that wrote it.
+ */
+struct ibv_wc *tp_cq_slot(struct droce_cq *cq);
+void tp_cq_commit(struct droce_cq *cq, int solicited);
 
 /* tp_qp.c */
 void tp_qp_to_error(struct droce_qp *qp);

@@ -60,24 +60,24 @@ tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 void
 tp_req_complete_ready(struct droce_qp *qp)
 {
-	struct ibv_wc wc;
+	struct ibv_wc *wc;
 
 	while (qp->sq.tail != qp->sq.head) {
 		struct tp_swqe *w = wqe_at(qp, qp->sq.tail);
 
 		if (w->state != TP_WQE_DONE)
 			break;
-		if (w->signaled || w->status != IBV_WC_SUCCESS) {
-			memset(&wc, 0, sizeof(wc));
-			wc.wr_id = w->wr_id;
-			wc.status = w->status;
-			wc.opcode = tp_wc_opcode_send(w->opcode);
-			wc.qp_num = qp->qpn;
+		if ((w->signaled || w->status != IBV_WC_SUCCESS) &&
+				(wc = tp_cq_slot(qp->scq)) != NULL) {
+			wc->wr_id = w->wr_id;
+			wc->status = w->status;
+			wc->opcode = tp_wc_opcode_send(w->opcode);
+			wc->qp_num = qp->qpn;
 			if (w->opcode == IBV_WR_RDMA_READ ||
 					w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 					w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-				wc.byte_len = (uint32_t)w->length;
-			tp_cq_push(qp->scq, &wc, 0);
+				wc->byte_len = (uint32_t)w->length;
+			tp_cq_commit(qp->scq, 0);
 		}
 		qp->sq.tail++;
 		if ((int32_t)(qp->sq.cur - qp->sq.tail) < 0) {

@@ -37,21 +37,22 @@ rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
 		enum ibv_wc_opcode op, uint32_t len, const struct droce_pkt *pkt,
 		uint32_t src_qp, unsigned int flags)
 {
-	struct ibv_wc wc;
+	struct ibv_wc *wc = tp_cq_slot(qp->rcq);
 
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = rw->wr_id;
-	wc.status = st;
-	wc.opcode = op;
-	wc.byte_len = len;
-	wc.qp_num = qp->qpn;
-	wc.src_qp = src_qp;
-	wc.wc_flags = flags;
+	if (wc == NULL)
+		return;
+	wc->wr_id = rw->wr_id;
+	wc->status = st;
+	wc->opcode = op;
+	wc->byte_len = len;
+	wc->qp_num = qp->qpn;
+	wc->src_qp = src_qp;
+	wc->wc_flags = flags;
 	if (pkt != NULL && (flags & IBV_WC_WITH_IMM))
-		wc.imm_data = pkt->imm_data;
+		wc->imm_data = pkt->imm_data;
 	if (pkt != NULL && (flags & IBV_WC_WITH_INV))
-		wc.invalidated_rkey = pkt->ieth_rkey;
-	tp_cq_push(qp->rcq, &wc, pkt != NULL && pkt->se);
+		wc->invalidated_rkey = pkt->ieth_rkey;
+	tp_cq_commit(qp->rcq, pkt != NULL && pkt->se);
 }
 
 /* Take a receive WQE from the QP's RQ or its SRQ (SRQ limit event). */
