@@ -64,6 +64,7 @@ struct dp_queue {
 	struct rte_mbuf *stash[DP_BURST * 2];
 	uint32_t nstash;
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
+	uint64_t handoff_drops;		/* the owner's ring was full */
 	uint64_t zc_copied;		/* zero-copy frames copied (no mbufs) */
 	volatile int kicked;
 	volatile uint64_t app_poll_tsc;

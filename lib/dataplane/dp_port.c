@@ -428,8 +428,12 @@ queue_poll(struct dp_queue *q)
 			uint32_t owner = droce_qpn_queue(p->dev, (uint32_t)dqpn);
 
 			if (owner != q->index) {
-				if (rte_ring_enqueue(p->q[owner].handoff, m) != 0)
+				if (rte_ring_enqueue(p->q[owner].handoff, m) != 0) {
+					/* the owner is that far behind: the
+					 * transport retransmits */
 					rte_pktmbuf_free(m);
+					q->handoff_drops++;
+				}
 				q->handoffs++;
 				continue;
 			}
@@ -1077,6 +1081,7 @@ droce_port_queue_stats(struct droce_port *p, uint32_t qi,
 	st->tx_drops = q->tx_drops;
 	st->tx_kicks = q->kicks;
 	st->handoffs = q->handoffs;
+	st->handoff_drops = q->handoff_drops;
 	st->non_roce = q->non_roce;
 	st->arp = q->arp;
 	st->tx_zc_copied = q->zc_copied;

@@ -95,6 +95,7 @@ add_nic_stats(struct rte_tel_data *d, const struct droce_port_queue_stats *s)
 	rte_tel_data_add_dict_u64(d, "nic_tx_drops", s->tx_drops);
 	rte_tel_data_add_dict_u64(d, "nic_tx_kicks", s->tx_kicks);
 	rte_tel_data_add_dict_u64(d, "handoffs", s->handoffs);
+	rte_tel_data_add_dict_u64(d, "handoff_drops", s->handoff_drops);
 	rte_tel_data_add_dict_u64(d, "non_roce", s->non_roce);
 	rte_tel_data_add_dict_u64(d, "arp", s->arp);
 	/* zero-copy frames copied after all for want of mbufs */

@@ -178,6 +178,7 @@ struct droce_port_queue_stats {
 	uint64_t tx_drops;	/* dropped: the PMD's ring stayed full */
 	uint64_t tx_kicks;	/* af_packet TX ring kicks (not droce traffic) */
 	uint64_t handoffs;	/* received here for a QP on another queue */
+	uint64_t handoff_drops;	/* of those, dropped: the owner's ring full */
 	uint64_t non_roce;	/* not RoCEv2 (ARP, ND, anything else) */
 	uint64_t arp;		/* of those, ARP and ND handled */
 	uint64_t tx_zc_copied;	/* zero-copy frames copied for want of mbufs */
