@@ -118,6 +118,30 @@ zc_frames(void)
 	return n;
 }
 
+#define WR_ID_QP_SHIFT 40
+
+/* The first error completion of a run: which QP, and what its transport
+ * counted. */
+static void
+qp_report(uint32_t i, const struct ibv_wc *wc)
+{
+	struct droce_tp_stats st;
+	uint32_t q = qp_queue(i);
+
+	droce_port_lock(port, q);
+	droce_qp_stats(qp[i], &st);
+	droce_port_unlock(port, q);
+	fprintf(stderr, "completion: %s (QP %u, QPN 0x%x, queue %u, WR %" PRIu64
+		"): rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64
+		" rewinds %" PRIu64 " seq-NAK rx %" PRIu64 " tx %" PRIu64
+		" dup rx %" PRIu64 " out-of-seq rx %" PRIu64 " acks rx %" PRIu64
+		"\n", droce_wc_status_str(wc->status), i, droce_qp_num(qp[i]), q,
+		(uint64_t)(wc->wr_id & ((1ull << WR_ID_QP_SHIFT) - 1)),
+		st.rx_pkts, st.retransmits, st.timeouts, st.rewinds,
+		st.nak_seq_rx, st.nak_seq_tx, st.dup_rx, st.out_of_seq_rx,
+		st.acks_rx);
+}
+
 /* Frames this side received on one queue for a QP of another. */
 static uint64_t
 handoffs(void)
@@ -813,8 +837,6 @@ static int cur_op;
 static uint32_t cur_size;
 static uint64_t cur_per_qp;
 
-#define WR_ID_QP_SHIFT 40
-
 /* One worker's part of a test: keep every one of its QPs' windows full,
  * make progress on its queues, count its completions. */
 static int
@@ -877,8 +899,12 @@ client_job(struct worker *w)
 					WR_ID_QP_SHIFT);
 
 				if (wc[k].status != IBV_WC_SUCCESS) {
-					fprintf(stderr, "completion: %s\n",
-						droce_wc_status_str(wc[k].status));
+					if (!w->bad && qi < opt.nqp)
+						qp_report(qi, &wc[k]);
+					else
+						fprintf(stderr, "completion: %s\n",
+							droce_wc_status_str(
+							wc[k].status));
 					w->bad = 1;
 				}
 				if (qi < opt.nqp) {

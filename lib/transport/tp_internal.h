@@ -281,6 +281,8 @@ struct droce_tp_queue {
 	struct droce_txbuf tx[TP_TX_BATCH];
 	uint32_t tx_n, tx_used;
 	uint32_t tx_budget;
+	/* where the next turns at responding and requesting start */
+	uint32_t resp_next, req_next;
 };
 
 struct droce_dev {

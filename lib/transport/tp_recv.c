@@ -88,25 +88,52 @@ droce_tp_rx_burst(struct droce_tp_queue *q, const uint8_t *const *frames,
 	return n;
 }
 
+/*
+ * Frames one QP may send in a turn. Turns go round the queue's QPs from
+ * where the last ended, until the call's budget is spent: a QP that always
+ * has window to fill (its ACKs keep arriving) must not keep the others off
+ * the wire. With turns in a fixed order and unbounded, 8 QPs over 2 queues
+ * under 5% loss starved the last QPs of each queue past their ACK timeout,
+ * again and again, until the retry count ran out.
+ */
+#define TP_TURN_FRAMES 16
+
+/* Turns at fn (responding or requesting) for the queue's QPs, from *next. */
+static uint32_t
+take_turns(struct droce_tp_queue *q, uint32_t *next,
+		int (*fn)(struct droce_qp *qp))
+{
+	uint32_t n = q->nb_qps, sent = 0, before, k, i, budget, turn;
+
+	if (*next >= n)
+		*next = 0;
+	do {
+		before = sent;
+		for (k = 0; k < n && q->tx_budget; k++) {
+			i = *next;
+			*next = i + 1 < n ? i + 1 : 0;
+			budget = q->tx_budget;
+			turn = budget < TP_TURN_FRAMES ? budget : TP_TURN_FRAMES;
+			q->tx_budget = turn;
+			sent += (uint32_t)fn(q->qps[i]);
+			q->tx_budget = budget - (turn - q->tx_budget);
+		}
+	} while (sent != before && q->tx_budget);
+	return sent;
+}
+
 uint32_t
 droce_tp_progress(struct droce_tp_queue *q, uint64_t now_ns, uint32_t budget)
 {
-	uint32_t i, sent = 0, before;
+	uint32_t i, sent;
 
 	q->now = now_ns;
 	q->tx_budget = budget;
-	for (i = 0; i < q->nb_qps; i++) {
-		struct droce_qp *qp = q->qps[i];
-
-		tp_req_timers(qp, now_ns);
-		sent += tp_resp_progress(qp);
-	}
-	/* Requests take turns: each QP sends what it can until the budget. */
-	do {
-		before = sent;
-		for (i = 0; i < q->nb_qps && q->tx_budget; i++)
-			sent += tp_req_progress(q->qps[i]);
-	} while (sent != before && q->tx_budget);
+	for (i = 0; i < q->nb_qps; i++)
+		tp_req_timers(q->qps[i], now_ns);
+	/* responses (READ/atomic data, ACKs) first, then requests */
+	sent = take_turns(q, &q->resp_next, tp_resp_progress);
+	sent += take_turns(q, &q->req_next, tp_req_progress);
 	tp_tx_flush(q);
 	return sent;
 }

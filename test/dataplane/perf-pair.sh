@@ -140,7 +140,7 @@ if [ $src -ne 0 ]; then
 	echo "server exited $src:"; tail -20 "$work/server.log"
 	rc=1
 elif [ $rc -ne 0 ]; then
-	grep -v -e '^EAL' -e '^TELEMETRY' "$work/server.log" | tail -5
+	grep -v -e "^EAL" -e "^TELEMETRY" "$work/server.log" | tail -30
 fi
 if [ $nft = 1 ]; then
 	# the kernel really dropped and duplicated frames

@@ -550,6 +550,67 @@ test_dereg_mid_message(void)
 	pair_free(&p);
 }
 
+/*
+ * QPs on one queue take turns at the wire: with every QP's window full of
+ * work, each one's frames leave within the first progress calls, not only
+ * after the first QP has sent all it had (ACKs reopen its window at every
+ * step, and a QP kept off the wire that long misses its ACK timeout and,
+ * under loss, its retry count).
+ */
+static void
+test_fair_turns(void)
+{
+	enum { NQP = 4, NWR = 64, LEN = 4096 };
+	struct pair p[NQP];
+	struct tbuf sb, rb;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct droce_tp_stats st;
+	struct ibv_wc wc;
+	int i, k, got;
+
+	tbuf_init(&sb, L.end[0].pd, LEN, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, (size_t)LEN * NQP, ACC_ALL);
+	pattern(sb.p, LEN, 3);
+	s = sge_of(&sb, 0, LEN);
+	for (i = 0; i < NQP; i++) {
+		pair_make(&p[i], IBV_QPT_RC);
+		memset(&wr, 0, sizeof(wr));
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_RDMA_WRITE;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p +
+			(uint64_t)i * LEN;
+		wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+		for (k = 0; k < NWR; k++) {
+			wr.wr_id = (uint64_t)k;
+			CHECK_EQ(post(p[i].qp[0], &wr), 0, "post write");
+		}
+	}
+	/* one progress call sends 64 frames (of 1024 posted); the next
+	 * step delivers them, 2 us later */
+	fl_step(&L, 0);
+	fl_step(&L, 2000);
+	for (i = 0; i < NQP; i++) {
+		droce_qp_stats(p[i].qp[1], &st);
+		CHECK(st.rx_pkts > 0, "QP %d of %d sent in the first calls "
+			"(%llu frames arrived)", i, NQP,
+			(unsigned long long)st.rx_pkts);
+	}
+	CHECK_EQ(fl_run_idle(&L, 10000000000ull), 0, "all sent");
+	for (i = 0; i < NQP; i++) {
+		for (got = 0; droce_cq_poll(p[i].cq[0], &wc, 1) == 1; got++)
+			CHECK_EQ(wc.status, IBV_WC_SUCCESS, "write status");
+		CHECK_EQ(got, NWR, "every write completed");
+		CHECK(pattern_ok(rb.p + (size_t)i * LEN, LEN, 3), "data");
+	}
+	for (i = 0; i < NQP; i++)
+		pair_free(&p[i]);
+	tbuf_fini(&sb);
+	tbuf_fini(&rb);
+}
+
 static uint64_t
 zc_frames(void)
 {
@@ -591,6 +652,7 @@ main(int argc, char **argv)
 	test_mw_inv();
 	test_mw_type1();
 	test_dereg_mid_message();
+	test_fair_turns();
 	if (zc) {
 		CHECK(zc_frames() > 0, "frames went by reference");
 		test_dereg_waits(0);
