@@ -26,6 +26,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -255,6 +256,24 @@ out:
 	return rc;
 }
 
+/* With DROCE_FAULT(_TX) set, say at close what was done: whoever set it
+ * wants to know that their program ran through the faults asked for. */
+static void
+fault_report(struct dv_device *d)
+{
+	struct droce_fault_stats rx, tx;
+
+	droce_port_fault_stats(d->port, &rx, &tx);
+	fprintf(stderr, "droce: %s fault injection: receive dropped %" PRIu64
+		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
+		PRIu64 " delayed %" PRIu64 "; transmit dropped %" PRIu64
+		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
+		PRIu64 " delayed %" PRIu64 "\n", d->ibdev.name, rx.dropped,
+		rx.duplicated, rx.reordered, rx.corrupted, rx.delayed,
+		tx.dropped, tx.duplicated, tx.reordered, tx.corrupted,
+		tx.delayed);
+}
+
 void
 dv_port_put(struct dv_context *ctx)
 {
@@ -265,6 +284,8 @@ dv_port_put(struct dv_context *ctx)
 	ctx->uses_port = 0;
 	pthread_mutex_lock(&d->lock);
 	if (--d->users == 0) {
+		if (d->conf.fault[0] || d->conf.fault_tx[0])
+			fault_report(d);
 		/* stop polling before the link goes (net_memif's rule) */
 		droce_port_close(d->port);
 		d->port = NULL;
