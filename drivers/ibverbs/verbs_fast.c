@@ -62,11 +62,20 @@ dv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 {
 	struct dv_srq *srq = dv_srq(ibsrq);
 	struct droce_port *port = port_of(srq->ctx);
+	uint32_t q;
 	int rc;
 
-	droce_port_lock(port, srq->q);
+	/* the SRQ moves to its first QP's queue (qp_place): post under the
+	 * lock of the queue it is on once the lock is held */
+	for (;;) {
+		q = __atomic_load_n(&srq->q, __ATOMIC_ACQUIRE);
+		droce_port_lock(port, q);
+		if (__atomic_load_n(&srq->q, __ATOMIC_ACQUIRE) == q)
+			break;
+		droce_port_unlock(port, q);
+	}
 	rc = droce_srq_post_recv(srq->tsrq, wr, bad_wr);
-	droce_port_unlock(port, srq->q);
+	droce_port_unlock(port, q);
 	return rc;
 }
 

@@ -399,6 +399,46 @@ dv_get_srq_num(struct ibv_srq *srq, uint32_t *num)
 
 /* ---- queue pairs ---- */
 
+/*
+ * Put a new QP's CQs and SRQ on one queue: the first of theirs (send CQ,
+ * receive CQ, SRQ) that each of them is on or can move to; one no QP uses
+ * yet moves. CQs are spread over the queues as they are created, so an
+ * application with a send CQ and a receive CQ (perftest's SEND tests)
+ * had them on two queues and could create no QP with DROCE_QUEUES > 1.
+ * EINVAL only when QPs already tie them to different queues.
+ */
+static int
+qp_place(struct dv_context *ctx, struct dv_cq *scq, struct dv_cq *rcq,
+		struct dv_srq *srq)
+{
+	struct droce_port *port = ctx->dev->port;
+	uint32_t cand[3] = { scq->q, rcq->q, srq != NULL ? srq->q : scq->q };
+	uint32_t i, c, old;
+
+	for (i = 0; i < 3; i++) {
+		c = cand[i];
+		if (droce_cq_move(scq->tcq, c) != 0)
+			continue;
+		scq->q = c;
+		if (droce_cq_move(rcq->tcq, c) != 0)
+			continue;
+		rcq->q = c;
+		if (srq != NULL && srq->q != c) {
+			/* posts in flight under the old queue's lock finish
+			 * first; later ones find the new queue */
+			old = srq->q;
+			droce_port_lock(port, old);
+			if (droce_srq_move(srq->tsrq, c) == 0)
+				__atomic_store_n(&srq->q, c, __ATOMIC_RELEASE);
+			droce_port_unlock(port, old);
+			if (srq->q != c)
+				continue;
+		}
+		return 0;
+	}
+	return EINVAL;
+}
+
 struct ibv_qp *
 dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 {
@@ -433,7 +473,7 @@ dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 		return NULL;
 	}
 	/* One owner per QP: its CQs and SRQ must live on the same queue. */
-	if (rcq->q != scq->q || (srq != NULL && srq->q != scq->q)) {
+	if (qp_place(ctx, scq, rcq, srq) != 0) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -227,6 +227,12 @@ int droce_mw_bind1(struct droce_qp *qp, struct droce_mw *mw,
 /** Completion queue owned by queue q. */
 struct droce_cq *droce_cq_create(struct droce_dev *dev, uint32_t q, uint32_t cqe);
 int droce_cq_destroy(struct droce_cq *cq);	/**< -EBUSY while QPs use it */
+/**
+ * Give a CQ that no QP uses to queue q (a QP's CQs and SRQ must share its
+ * queue). The caller keeps other threads off the CQ meanwhile.
+ * @return 0 (also when already there), -EBUSY while a QP uses it, -EINVAL.
+ */
+int droce_cq_move(struct droce_cq *cq, uint32_t q);
 uint32_t droce_cq_size(const struct droce_cq *cq);
 
 /**
@@ -246,6 +252,8 @@ void droce_cq_set_notify(struct droce_cq *cq, droce_cq_notify_cb cb, void *arg);
 struct droce_srq *droce_srq_create(struct droce_pd *pd, uint32_t q,
 		const struct ibv_srq_init_attr *attr);
 int droce_srq_destroy(struct droce_srq *srq);
+/** The same for an SRQ (its posted receives go with it). */
+int droce_srq_move(struct droce_srq *srq, uint32_t q);
 int droce_srq_modify(struct droce_srq *srq, struct ibv_srq_attr *attr, int mask);
 int droce_srq_query(struct droce_srq *srq, struct ibv_srq_attr *attr);
 /** As ibv_post_srq_recv: positive errno, *bad_wr. */

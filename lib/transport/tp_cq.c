@@ -63,6 +63,25 @@ droce_cq_destroy(struct droce_cq *cq)
 	return 0;
 }
 
+int
+droce_cq_move(struct droce_cq *cq, uint32_t q)
+{
+	struct droce_dev *dev = cq->dev;
+	int rc = 0;
+
+	if (q >= dev->conf.nb_queues)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	if (cq->queue->index != q) {
+		if (cq->refs)
+			rc = -EBUSY;
+		else
+			cq->queue = &dev->queues[q];
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return rc;
+}
+
 uint32_t
 droce_cq_size(const struct droce_cq *cq)
 {

@@ -391,6 +391,64 @@ test_modify(void)
 	unmake(&o);
 }
 
+/*
+ * A QP's CQs and SRQ share its queue. One no QP uses can move to another
+ * queue (droce_cq_move / droce_srq_move); one a QP uses cannot.
+ */
+static void
+test_queue_moves(void)
+{
+	struct droce_dev_conf c;
+	struct droce_dev *dev;
+	struct droce_pd *pd;
+	struct droce_cq *cq0, *cq1;
+	struct droce_srq *srq;
+	struct droce_qp *qp;
+	struct ibv_qp_init_attr ia;
+	struct ibv_srq_init_attr sa;
+
+	memset(&c, 0, sizeof(c));
+	c.mac[0] = 2;
+	c.eth_mtu = 1500;
+	c.nb_queues = 2;
+	dev = droce_dev_create(&c);
+	CHECK(dev != NULL, "device with 2 queues");
+	pd = droce_pd_alloc(dev);
+	cq0 = droce_cq_create(dev, 0, 16);
+	cq1 = droce_cq_create(dev, 1, 16);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 16;
+	sa.attr.max_sge = 1;
+	srq = droce_srq_create(pd, 0, &sa);
+	CHECK(pd && cq0 && cq1 && srq, "objects");
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = 8;
+	ia.cap.max_send_sge = 1;
+	errno = 0;
+	CHECK(droce_qp_create(pd, &ia, cq0, cq1, NULL) == NULL &&
+		errno == EINVAL, "CQs on two queues: EINVAL");
+	CHECK_EQ(droce_cq_move(cq1, 2), -EINVAL, "no queue 2");
+	CHECK_EQ(droce_cq_move(cq1, 0), 0, "unused CQ moves");
+	CHECK_EQ(droce_cq_queue(cq1), droce_cq_queue(cq0), "now together");
+	qp = droce_qp_create(pd, &ia, cq0, cq1, srq);
+	CHECK(qp != NULL, "QP with both CQs and the SRQ on queue 0");
+	CHECK_EQ(droce_qp_num(qp) != 0 &&
+		droce_qpn_queue(dev, droce_qp_num(qp)) == 0, 1,
+		"its number names queue 0");
+	CHECK_EQ(droce_cq_move(cq1, 1), -EBUSY, "a used CQ stays");
+	CHECK_EQ(droce_srq_move(srq, 1), -EBUSY, "a used SRQ stays");
+	CHECK_EQ(droce_cq_move(cq1, 0), 0, "a move to where it is");
+	CHECK_EQ(droce_qp_destroy(qp), 0, "QP gone");
+	CHECK_EQ(droce_cq_move(cq1, 1), 0, "free to move again");
+	CHECK_EQ(droce_srq_move(srq, 1), 0, "the SRQ too");
+	CHECK_EQ(droce_srq_destroy(srq), 0, "destroy SRQ");
+	CHECK_EQ(droce_cq_destroy(cq0), 0, "destroy CQ 0");
+	CHECK_EQ(droce_cq_destroy(cq1), 0, "destroy CQ 1");
+	droce_pd_dealloc(pd);
+	droce_dev_destroy(dev);
+}
+
 int
 main(void)
 {
@@ -400,6 +458,7 @@ main(void)
 	test_states(IBV_QPT_UD);
 	test_bad_wrs();
 	test_modify();
+	test_queue_moves();
 	fl_fini(&L);
 	return check_report("test_tp_post");
 }
