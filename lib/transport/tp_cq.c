@@ -66,20 +66,7 @@ droce_cq_destroy(struct droce_cq *cq)
 int
 droce_cq_move(struct droce_cq *cq, uint32_t q)
 {
-	struct droce_dev *dev = cq->dev;
-	int rc = 0;
-
-	if (q >= dev->conf.nb_queues)
-		return -EINVAL;
-	pthread_mutex_lock(&dev->lock);
-	if (cq->queue->index != q) {
-		if (cq->refs)
-			rc = -EBUSY;
-		else
-			cq->queue = &dev->queues[q];
-	}
-	pthread_mutex_unlock(&dev->lock);
-	return rc;
+	return tp_owner_move(cq->dev, &cq->queue, &cq->refs, q);
 }
 
 uint32_t

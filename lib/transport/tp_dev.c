@@ -150,6 +150,27 @@ droce_tp_queue_set_io(struct droce_tp_queue *q, const struct droce_tp_io *io)
 	q->io = *io;
 }
 
+/* Hand a CQ or SRQ (its owner and QP count) to queue q, unless a QP uses
+ * it: droce_cq_move, droce_srq_move. */
+int
+tp_owner_move(struct droce_dev *dev, struct droce_tp_queue **owner,
+		const uint32_t *refs, uint32_t q)
+{
+	int rc = 0;
+
+	if (q >= dev->conf.nb_queues)
+		return -EINVAL;
+	pthread_mutex_lock(&dev->lock);
+	if ((*owner)->index != q) {
+		if (*refs)
+			rc = -EBUSY;
+		else
+			*owner = &dev->queues[q];
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return rc;
+}
+
 int
 tp_queue_add_qp(struct droce_tp_queue *q, struct droce_qp *qp)
 {

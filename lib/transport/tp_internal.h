@@ -304,6 +304,8 @@ struct droce_dev {
 uint32_t tp_rand(struct droce_dev *dev);
 void tp_async(struct droce_dev *dev, enum ibv_event_type type, void *obj);
 int tp_queue_add_qp(struct droce_tp_queue *q, struct droce_qp *qp);
+int tp_owner_move(struct droce_dev *dev, struct droce_tp_queue **owner,
+		const uint32_t *refs, uint32_t q);
 void tp_queue_del_qp(struct droce_tp_queue *q, struct droce_qp *qp);
 
 /* tp_mr.c */

@@ -115,20 +115,7 @@ droce_srq_create(struct droce_pd *pd, uint32_t q,
 int
 droce_srq_move(struct droce_srq *srq, uint32_t q)
 {
-	struct droce_dev *dev = srq->pd->dev;
-	int rc = 0;
-
-	if (q >= dev->conf.nb_queues)
-		return -EINVAL;
-	pthread_mutex_lock(&dev->lock);
-	if (srq->queue->index != q) {
-		if (srq->refs)
-			rc = -EBUSY;
-		else
-			srq->queue = &dev->queues[q];
-	}
-	pthread_mutex_unlock(&dev->lock);
-	return rc;
+	return tp_owner_move(srq->pd->dev, &srq->queue, &srq->refs, q);
 }
 
 int

@@ -76,6 +76,21 @@ post(struct droce_qp *qp, struct ibv_send_wr *wr)
 	return droce_qp_post_send(qp, wr, &bad);
 }
 
+/* A signaled one-SGE RDMA WR (WRITE or READ) to raddr under rkey. */
+static void
+rdma_wr(struct ibv_send_wr *wr, struct ibv_sge *s, enum ibv_wr_opcode op,
+		uint64_t id, const void *raddr, uint32_t rkey)
+{
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = id;
+	wr->sg_list = s;
+	wr->num_sge = 1;
+	wr->opcode = op;
+	wr->send_flags = IBV_SEND_SIGNALED;
+	wr->wr.rdma.remote_addr = (uint64_t)(uintptr_t)raddr;
+	wr->wr.rdma.rkey = rkey;
+}
+
 static void
 test_send(enum ibv_qp_type t, uint32_t len, int imm, int inl)
 {
@@ -211,14 +226,7 @@ test_read(uint32_t len)
 	tbuf_init(&rb, L.end[1].pd, len + 1, ACC_ALL);
 	pattern(rb.p, len, 99 + len);
 	s = sge_of(&lb, 0, len);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 3;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_READ;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p;
-	wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+	rdma_wr(&wr, &s, IBV_WR_RDMA_READ, 3, rb.p, droce_mr_rkey(rb.mr));
 	CHECK_EQ(post(p.qp[0], &wr), 0, "post read");
 	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "read completion");
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_READ &&
@@ -324,13 +332,7 @@ test_mw_inv(void)
 	/* a WRITE through the window lands in it */
 	pattern(sb.p, 256, 3);
 	s = sge_of(&sb, 0, 256);
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)wb.p + 1024;
-	wr.wr.rdma.rkey = rkey;
+	rdma_wr(&wr, &s, IBV_WR_RDMA_WRITE, 0, wb.p + 1024, rkey);
 	CHECK_EQ(post(p.qp[0], &wr), 0, "write via mw");
 	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write via mw wc");
 	CHECK(wc.status == IBV_WC_SUCCESS, "write via mw status %d", wc.status);
@@ -391,13 +393,7 @@ test_mw_type1(void)
 		wc.wr_id == 5, "type 1 bind completion");
 	pattern(sb.p, 256, 9);
 	s = sge_of(&sb, 0, 256);
-	memset(&wr, 0, sizeof(wr));
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)wb.p + 512;
-	wr.wr.rdma.rkey = rkey;
+	rdma_wr(&wr, &s, IBV_WR_RDMA_WRITE, 0, wb.p + 512, rkey);
 	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "write via type 1");
 	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write wc");
 	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "write through a type 1 window");
@@ -461,14 +457,7 @@ test_dereg_waits(int give_up)
 	tbuf_init(&rb, L.end[1].pd, 4096, ACC_ALL);
 	pattern(sb.p, 4096, 99);
 	s = sge_of(&sb, 0, 4096);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 1;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p;
-	wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+	rdma_wr(&wr, &s, IBV_WR_RDMA_WRITE, 1, rb.p, droce_mr_rkey(rb.mr));
 	CHECK_EQ(post(p.qp[0], &wr), 0, "post write");
 	fl_step(&L, 0);		/* sent, not delivered: the link holds them */
 	CHECK(L.inflight[0] != NULL && L.inflight[0]->nspan > 0,
@@ -525,14 +514,7 @@ test_dereg_mid_message(void)
 	tbuf_init(&rb, L.end[1].pd, len, ACC_ALL);
 	pattern(sb.p, len, 5);
 	s = sge_of(&sb, 0, len);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 77;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p;
-	wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+	rdma_wr(&wr, &s, IBV_WR_RDMA_WRITE, 77, rb.p, droce_mr_rkey(rb.mr));
 	CHECK_EQ(post(p.qp[0], &wr), 0, "post 1 MB write");
 	fl_step(&L, 0);
 	CHECK(L.inflight[0] != NULL, "first frames sent");
@@ -575,14 +557,8 @@ test_fair_turns(void)
 	s = sge_of(&sb, 0, LEN);
 	for (i = 0; i < NQP; i++) {
 		pair_make(&p[i], IBV_QPT_RC);
-		memset(&wr, 0, sizeof(wr));
-		wr.sg_list = &s;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_RDMA_WRITE;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)rb.p +
-			(uint64_t)i * LEN;
-		wr.wr.rdma.rkey = droce_mr_rkey(rb.mr);
+		rdma_wr(&wr, &s, IBV_WR_RDMA_WRITE, 0, rb.p + (size_t)i * LEN,
+			droce_mr_rkey(rb.mr));
 		for (k = 0; k < NWR; k++) {
 			wr.wr_id = (uint64_t)k;
 			CHECK_EQ(post(p[i].qp[0], &wr), 0, "post write");
