@@ -42,14 +42,14 @@ static struct {
 	uint32_t zc_min;		/* --zero-copy; 0: the port's default */
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
-	uint32_t iters, nqp, queues, cores, depth, post_list;
+	uint32_t iters, nqp, queues, cores, depth, post_list, cq_mod;
 	int inline_data, lat, verify, raw, live, json_out, static_neigh;
 	int expect_handoffs;
 	double duration;
 	struct droce_fault_conf fault;
 } opt = {
 	.port = 18515, .iters = 10000, .nqp = 1, .queues = 1, .cores = 1, .depth = 64,
-	.post_list = 1, .duration = 0, .sc_addr = "127.0.0.1", .timeout = 14,
+	.post_list = 1, .cq_mod = 1, .duration = 0, .sc_addr = "127.0.0.1", .timeout = 14,
 };
 
 static struct droce_port *port;
@@ -156,6 +156,29 @@ handoffs(void)
 	return n;
 }
 
+/* Frames per PMD burst on this side: what the PMD's per-call cost is
+ * spread over. */
+static void
+burst_report(const char *who)
+{
+	struct droce_port_queue_stats st;
+	uint64_t rx = 0, rxb = 0, tx = 0, txb = 0;
+	uint32_t i;
+
+	for (i = 0; i < opt.queues; i++) {
+		if (droce_port_queue_stats(port, i, &st) != 0)
+			continue;
+		rx += st.rx_pkts;
+		rxb += st.rx_bursts;
+		tx += st.tx_pkts;
+		txb += st.tx_bursts;
+	}
+	fprintf(stderr, "droce-perf %s: frames per burst: rx %.1f (%" PRIu64
+		" bursts), tx %.1f (%" PRIu64 " bursts)\n", who,
+		rxb ? (double)rx / rxb : 0.0, rxb, txb ? (double)tx / txb : 0.0,
+		txb);
+}
+
 /*
  * With zero-copy on, frames big enough must have gone by reference: the
  * client's WRITEs and SENDs, the server's READ responses (both sides run
@@ -224,6 +247,7 @@ usage(void)
 "                      N lcores)\n"
 "  --depth N           WRs in flight per QP (64)\n"
 "  --post-list N       WRs per ibv_post_send call (1)\n"
+"  --cq-mod N          signal one WR in N, as perftest's --cq-mod (1)\n"
 "  --inline            inline data      --lat  latency mode\n"
 "  --verify            check every byte and every completion\n"
 "  --raw               also measure the raw PMD rate (default on)\n"
@@ -267,6 +291,7 @@ parse_args(int argc, char **argv)
 		{ "cores", required_argument, NULL, 'c' },
 		{ "depth", required_argument, NULL, 'd' },
 		{ "post-list", required_argument, NULL, 'l' },
+		{ "cq-mod", required_argument, NULL, 'm' },
 		{ "inline", no_argument, NULL, 'I' },
 		{ "lat", no_argument, NULL, 'L' },
 		{ "verify", no_argument, NULL, 'V' },
@@ -323,6 +348,7 @@ parse_args(int argc, char **argv)
 		case 'c': opt.cores = (uint32_t)atoi(optarg); break;
 		case 'd': opt.depth = (uint32_t)atoi(optarg); break;
 		case 'l': opt.post_list = (uint32_t)atoi(optarg); break;
+		case 'm': opt.cq_mod = (uint32_t)atoi(optarg); break;
 		case 'I': opt.inline_data = 1; break;
 		case 'L': opt.lat = 1; break;
 		case 'V': opt.verify = 1; break;
@@ -356,6 +382,7 @@ parse_args(int argc, char **argv)
 			(!opt.server && opt.peer_ip == NULL) || opt.nqp == 0 ||
 			opt.nqp > PERF_MAX_QP || opt.queues == 0 ||
 			opt.queues > 16 || opt.depth == 0 || opt.post_list == 0 ||
+			opt.cq_mod == 0 ||
 			opt.cores == 0 || opt.cores > opt.queues) {
 		usage();
 		return -1;
@@ -364,6 +391,11 @@ parse_args(int argc, char **argv)
 		fprintf(stderr, "droce-perf: --lat runs on one core\n");
 		return -1;
 	}
+	/* a window needs a signaled WR in it, or it never reopens */
+	if (opt.lat)
+		opt.cq_mod = 1;
+	else if (opt.cq_mod > opt.depth)
+		opt.cq_mod = opt.depth;
 	if (opt.nops == 0)
 		opt.ops[opt.nops++] = OP_WRITE;
 	if (opt.nsizes == 0)
@@ -837,13 +869,20 @@ static int cur_op;
 static uint32_t cur_size;
 static uint64_t cur_per_qp;
 
+/* --cq-mod: every cq_mod-th WR of a QP and its last one are signaled */
+static inline int
+signal_wr(uint64_t seq)
+{
+	return (seq + 1) % opt.cq_mod == 0 || seq + 1 == cur_per_qp;
+}
+
 /* One worker's part of a test: keep every one of its QPs' windows full,
  * make progress on its queues, count its completions. */
 static int
 client_job(struct worker *w)
 {
 	uint64_t posted[PERF_MAX_QP] = { 0 }, done[PERF_MAX_QP] = { 0 };
-	uint64_t want = cur_per_qp * w->nqp, t_post = 0, next_live;
+	uint64_t want = cur_per_qp * w->nqp, t_post = 0, next_live, n_done;
 	uint32_t j, q, depth = opt.lat ? 1 : opt.depth;
 	struct ibv_wc wc[64];
 	int n, k;
@@ -867,6 +906,8 @@ client_job(struct worker *w)
 					posted[i]);
 				wrs[m].wr_id = (uint64_t)i << WR_ID_QP_SHIFT |
 					posted[i];
+				if (!signal_wr(posted[i]))
+					wrs[m].send_flags &= ~IBV_SEND_SIGNALED;
 				if (m)
 					wrs[m - 1].next = &wrs[m];
 				posted[i]++;
@@ -907,16 +948,25 @@ client_job(struct worker *w)
 							wc[k].status));
 					w->bad = 1;
 				}
+				/* RC completes in order: a signaled WR says
+				 * that every WR before it is done too */
+				n_done = 1;
 				if (qi < opt.nqp) {
-					if (opt.verify && (wc[k].wr_id &
-						((1ull << WR_ID_QP_SHIFT) - 1)) !=
-						done[qi])
+					uint64_t seq = wc[k].wr_id &
+						((1ull << WR_ID_QP_SHIFT) - 1);
+
+					if (seq < done[qi] || seq >= posted[qi] ||
+						(opt.verify &&
+						wc[k].status == IBV_WC_SUCCESS &&
+						!signal_wr(seq)))
 						w->bad = 1;	/* out of order */
-					done[qi]++;
+					else
+						n_done = seq + 1 - done[qi];
+					done[qi] += n_done;
 				}
 				if (opt.lat)
 					w->lat[w->total] = droce_now_ns() - t_post;
-				__atomic_store_n(&w->total, w->total + 1,
+				__atomic_store_n(&w->total, w->total + n_done,
 					__ATOMIC_RELAXED);
 			}
 		}
@@ -1345,6 +1395,7 @@ server_loop(void)
 				" QP0 state %d\n", st.rx_pkts, st.tx_pkts,
 				st.nak_seq_tx, st.rnr_nak_tx, st.nak_inv_tx,
 				st.dup_rx, droce_qp_state(qp[0]));
+			burst_report("server");
 			c.value = zc_frames();
 			c.handoffs = handoffs();
 			sc_send(sc, &c, sizeof(c));
@@ -1389,10 +1440,11 @@ main(int argc, char **argv)
 	} else {
 		if (!opt.json_out)
 			printf(" droce-perf: %u QP(s), %u queue(s), %u core(s), "
-				"depth %u, post list %u, path MTU %u%s%s\n",
+				"depth %u, post list %u, cq-mod %u, "
+				"path MTU %u%s%s\n",
 				opt.nqp, opt.queues, opt.cores,
 				opt.lat ? 1 : opt.depth,
-				opt.post_list, mtu_bytes,
+				opt.post_list, opt.cq_mod, mtu_bytes,
 				opt.inline_data ? ", inline" : "",
 				opt.lat ? ", latency" : ", bandwidth");
 		for (i = 0; i < opt.nops; i++) {
@@ -1470,6 +1522,7 @@ main(int argc, char **argv)
 			} else {
 				uint64_t mine = handoffs();
 
+				burst_report("client");
 				if (zc_check(c.value) != 0)
 					rc = 1;
 				if (opt.queues > 1 && !opt.json_out)

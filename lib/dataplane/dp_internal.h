@@ -66,6 +66,7 @@ struct dp_queue {
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
 	uint64_t handoff_drops;		/* the owner's ring was full */
 	uint64_t zc_copied;		/* zero-copy frames copied (no mbufs) */
+	uint64_t rx_bursts, tx_bursts;	/* PMD calls that moved frames */
 	volatile int kicked;
 	volatile uint64_t app_poll_tsc;
 	/* net_af_packet's TX ring kick (tx_kick) */

@@ -317,6 +317,7 @@ dp_queue_flush(struct dp_queue *q)
 		if (n == 0)
 			break;
 		sent += n;
+		q->tx_bursts++;
 	}
 	q->tx_pkts += sent;
 	if (sent < q->ntx)
@@ -405,6 +406,7 @@ queue_poll(struct dp_queue *q)
 		rte_spinlock_unlock(&p->fault_lock);
 	}
 	q->rx_pkts += n;
+	q->rx_bursts += n != 0;
 	work += n;
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = in[i];
@@ -1085,6 +1087,8 @@ droce_port_queue_stats(struct droce_port *p, uint32_t qi,
 	st->non_roce = q->non_roce;
 	st->arp = q->arp;
 	st->tx_zc_copied = q->zc_copied;
+	st->rx_bursts = q->rx_bursts;
+	st->tx_bursts = q->tx_bursts;
 	rte_spinlock_unlock(&q->lock);
 	return 0;
 }

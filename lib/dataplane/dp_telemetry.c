@@ -92,6 +92,8 @@ add_nic_stats(struct rte_tel_data *d, const struct droce_port_queue_stats *s)
 {
 	rte_tel_data_add_dict_u64(d, "nic_rx_pkts", s->rx_pkts);
 	rte_tel_data_add_dict_u64(d, "nic_tx_pkts", s->tx_pkts);
+	rte_tel_data_add_dict_u64(d, "nic_rx_bursts", s->rx_bursts);
+	rte_tel_data_add_dict_u64(d, "nic_tx_bursts", s->tx_bursts);
 	rte_tel_data_add_dict_u64(d, "nic_tx_drops", s->tx_drops);
 	rte_tel_data_add_dict_u64(d, "nic_tx_kicks", s->tx_kicks);
 	rte_tel_data_add_dict_u64(d, "handoffs", s->handoffs);

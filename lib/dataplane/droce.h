@@ -182,6 +182,8 @@ struct droce_port_queue_stats {
 	uint64_t non_roce;	/* not RoCEv2 (ARP, ND, anything else) */
 	uint64_t arp;		/* of those, ARP and ND handled */
 	uint64_t tx_zc_copied;	/* zero-copy frames copied for want of mbufs */
+	uint64_t rx_bursts;	/* receive bursts that returned frames */
+	uint64_t tx_bursts;	/* transmit bursts the PMD took frames from */
 };
 
 /** Read queue q's counters (takes the queue's lock). @return 0, -EINVAL. */

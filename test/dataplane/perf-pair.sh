@@ -141,6 +141,8 @@ if [ $src -ne 0 ]; then
 	rc=1
 elif [ $rc -ne 0 ]; then
 	grep -v -e "^EAL" -e "^TELEMETRY" "$work/server.log" | tail -30
+else
+	grep "frames per burst" "$work/server.log"
 fi
 if [ $nft = 1 ]; then
 	# the kernel really dropped and duplicated frames
