@@ -416,6 +416,21 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	return 1;
 }
 
+/* The WQE at sq.cur cannot be sent (local protection): complete it so. */
+static void
+local_fail(struct droce_qp *qp, struct tp_swqe *w)
+{
+	if (w->state == TP_WQE_POSTED) {
+		w->first_psn = qp->psn;
+		w->npsn = 0;
+		w->state = TP_WQE_SENDING;
+	}
+	tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
+	qp->sq.cur++;
+	qp->cur_off = 0;
+	tp_req_complete_ready(qp);
+}
+
 int
 tp_req_progress(struct droce_qp *qp)
 {
@@ -463,27 +478,28 @@ tp_req_progress(struct droce_qp *qp)
 					TP_MAX_UNACKED_PSNS)
 				break;
 		}
-		/* Local checks once, before the first packet. */
+		/*
+		 * Local checks once, before the first packet, for a message
+		 * of several packets (none may leave if a later one would
+		 * fail) and for READ and atomics (their SGEs are written
+		 * later). A one-packet SEND or WRITE is checked by its own
+		 * gather, which fails before anything leaves.
+		 */
 		if (w->state == TP_WQE_POSTED && qp->cur_off == 0 &&
 				w->inline_data == NULL && w->num_sge &&
+				(w->length > qp->mtu ||
+					is_rd_atomic(w->opcode)) &&
 				tp_sge_check(qp->dev, qp->pd, w->sge, w->num_sge,
 					is_rd_atomic(w->opcode) ?
 					IBV_ACCESS_LOCAL_WRITE : 0) != 0) {
-			w->first_psn = qp->psn;
-			w->npsn = 0;
-			w->state = TP_WQE_SENDING;
-			tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
-			qp->sq.cur++;
-			tp_req_complete_ready(qp);
+			local_fail(qp, w);
 			return sent;
 		}
 		rc = send_one(qp, w);
 		if (rc == 0)
 			break;
 		if (rc < 0) {
-			tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
-			qp->sq.cur++;
-			tp_req_complete_ready(qp);
+			local_fail(qp, w);
 			return sent;
 		}
 		sent++;

@@ -341,6 +341,7 @@ test_loc_len(void)
 static void
 test_loc_prot(void)
 {
+	struct droce_tp_stats st;
 	struct pair p;
 	struct ibv_sge s;
 	struct ibv_send_wr wr, *bad;
@@ -359,6 +360,9 @@ test_loc_prot(void)
 	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
 		"local protection error");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP ERR");
+	/* a one-packet message is checked by its gather: nothing left */
+	droce_tp_queue_stats(L.end[0].q, &st);
+	CHECK_EQ(st.tx_pkts, 0, "no frame of the failed SEND left");
 	/* an SGE outside its MR is a protection error too */
 	pair_free(&p);
 	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
@@ -366,6 +370,27 @@ test_loc_prot(void)
 	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
 	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
 		"SGE beyond the MR");
+	droce_tp_queue_stats(L.end[0].q, &st);
+	CHECK_EQ(st.tx_pkts, 0, "no frame of the SEND beyond its MR left");
+	/* several packets: the second SGE is nobody's, the first is fine;
+	 * no packet of the message may leave */
+	pair_free(&p);
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	{
+		/* the first packet (path MTU 4096) lies in the first */
+		struct ibv_sge two[2] = { sge_of(&p.b[0], 0, 5000),
+			sge_of(&p.b[0], 5000, 3000) };
+
+		two[1].lkey ^= 0x200;
+		wr.sg_list = two;
+		wr.num_sge = 2;
+		CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
+		CHECK_EQ(wait_status(&p, 0, 100000000, &id),
+			IBV_WC_LOC_PROT_ERR, "second SGE nobody's");
+		droce_tp_queue_stats(L.end[0].q, &st);
+		CHECK_EQ(st.tx_pkts, 0,
+			"no packet of the failing 8000-byte SEND left");
+	}
 	pair_free(&p);
 }
 
