@@ -124,33 +124,36 @@ enum tp_wqe_state {
 };
 
 struct tp_swqe {
+	/* what posting writes and every packet reads: the first cache line */
 	uint64_t wr_id;
+	struct ibv_sge *sge;	/* into the SQ's sge array */
+	uint64_t length;	/* total message bytes */
+	uint64_t remote_addr;
+	uint8_t *inline_data;	/* into the SQ's inline buffer, or NULL */
 	enum ibv_wr_opcode opcode;
 	unsigned int flags;
 	uint32_t imm_or_inv;	/* imm_data (network order) or invalidate rkey */
-	uint64_t remote_addr;
 	uint32_t rkey;
-	uint64_t compare_add;
-	uint64_t swap;
-	struct droce_ah *ah;	/* UD */
-	uint32_t remote_qpn;
-	uint32_t remote_qkey;
-	struct droce_mw *mw;	/* BIND_MW */
-	struct ibv_mw_bind_info bind;
-	uint32_t bind_rkey;
 	uint32_t num_sge;
-	struct ibv_sge *sge;	/* into the SQ's sge array */
-	uint8_t *inline_data;	/* into the SQ's inline buffer, or NULL */
-	uint64_t length;	/* total message bytes */
+	uint32_t first_psn;
+	/* the second: progress through the message */
+	uint32_t npsn;		/* PSNs the message takes (READ: responses) */
 	enum tp_wqe_state state;
 	enum ibv_wc_status status;
-	uint32_t first_psn;
-	uint32_t npsn;		/* PSNs the message takes (READ: responses) */
-	uint64_t read_done;	/* READ: bytes received */
-	uint64_t atomic_orig;
 	int signaled;
 	int rd_counted;		/* holds a READ/atomic credit */
 	int rd_inflight;	/* its request is out since the last rewind */
+	uint64_t read_done;	/* READ: bytes received */
+	uint64_t compare_add;
+	uint64_t swap;
+	uint64_t atomic_orig;
+	uint32_t remote_qpn;	/* UD */
+	uint32_t remote_qkey;
+	/* the rest: UD's AH, BIND_MW */
+	struct droce_ah *ah;
+	struct droce_mw *mw;
+	struct ibv_mw_bind_info bind;
+	uint32_t bind_rkey;
 };
 
 struct tp_sq {

@@ -40,8 +40,10 @@ opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
 	}
 }
 
+/* The WR's errno, 0 if it may be posted; *lenp: its message length. */
 static int
-check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr)
+check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
+		uint64_t *lenp)
 {
 	uint64_t len;
 
@@ -51,6 +53,7 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr)
 			(wr->num_sge > 0 && wr->sg_list == NULL))
 		return EINVAL;
 	len = wr->num_sge ? tp_sge_total(wr->sg_list, wr->num_sge) : 0;
+	*lenp = len;
 	if (len > qp->dev->lim.max_msg_sz)
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->sq.max_inline &&
@@ -89,7 +92,8 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr)
 }
 
 static void
-fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr)
+fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
+		uint64_t len)
 {
 	w->wr_id = wr->wr_id;
 	w->opcode = wr->opcode;
@@ -99,7 +103,7 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr)
 		wr->opcode == IBV_WR_LOCAL_INV ? wr->invalidate_rkey :
 		wr->imm_data;
 	w->num_sge = (uint32_t)wr->num_sge;
-	w->length = wr->num_sge ? tp_sge_total(wr->sg_list, wr->num_sge) : 0;
+	w->length = len;
 	w->state = TP_WQE_POSTED;
 	w->status = IBV_WC_SUCCESS;
 	w->read_done = 0;
@@ -157,6 +161,7 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr, bool all_or_nothing)
 {
 	struct ibv_send_wr *w;
+	uint64_t len;
 	uint32_t n = 0;
 	int rc;
 
@@ -172,7 +177,7 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 	if (all_or_nothing) {
 		/* validate the whole list before the first one is queued */
 		for (w = wr; w != NULL; w = w->next, n++) {
-			rc = check_send_wr(qp, w);
+			rc = check_send_wr(qp, w, &len);
 			if (rc == 0 && qp->sq.head - qp->sq.tail + n >= qp->sq.size)
 				rc = ENOMEM;
 			if (rc) {
@@ -182,8 +187,11 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		}
 	}
 	for (; wr != NULL; wr = wr->next) {
-		if (!all_or_nothing) {
-			rc = check_send_wr(qp, wr);
+		if (all_or_nothing) {
+			len = wr->num_sge ? tp_sge_total(wr->sg_list,
+				wr->num_sge) : 0;
+		} else {
+			rc = check_send_wr(qp, wr, &len);
 			if (rc == 0 && qp->sq.head - qp->sq.tail >= qp->sq.size)
 				rc = ENOMEM;
 			if (rc) {
@@ -191,7 +199,8 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 				return rc;
 			}
 		}
-		fill_swqe(qp, &qp->sq.wqe[qp->sq.head & (qp->sq.size - 1)], wr);
+		fill_swqe(qp, &qp->sq.wqe[qp->sq.head & (qp->sq.size - 1)], wr,
+			len);
 		qp->sq.head++;
 	}
 	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_SQE)
