@@ -362,6 +362,87 @@ crc32_update_fold(uint32_t crc, const void *data, size_t len)
  * that the header loop unrolls.
  */
 __attribute__((target(CLMUL_TARGET), always_inline))
+static inline __m128i
+clmul_pair(__m128i x, __m128i k)
+{
+	return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
+		_mm_clmulepi64_si128(x, k, 0x11));
+}
+
+/* Four lanes whose last blocks are 48, 32, 16 and 0 bytes before the
+ * message's last block, moved to it and added. */
+__attribute__((target(CLMUL_TARGET), always_inline))
+static inline __m128i
+lanes_meet(__m128i a, __m128i b, __m128i c, __m128i d)
+{
+	return _mm_xor_si128(_mm_xor_si128(clmul_pair(a, kvec(k48)),
+		clmul_pair(b, kvec(k32))),
+		_mm_xor_si128(clmul_pair(c, kvec(k16)), d));
+}
+
+/*
+ * A short frame (4 to 15 whole blocks) in four independent lanes: block
+ * i goes to lane i % 4, each lane folds 64 bytes a step, and the lanes
+ * meet in one step (48, 32, 16 and 0 bytes forward) instead of a chain
+ * of one fold per block. The same multiplies as the chain; the
+ * dependency chain a frame's ICRC waits on is about half as long.
+ */
+__attribute__((target(CLMUL_TARGET), always_inline))
+static inline uint32_t
+icrc_fold_short(const uint8_t *l3, uint32_t len, uint32_t v6, uint32_t nb)
+{
+	const __m128i *m = (const __m128i *)icrc_or[v6];
+	const uint8_t *b = l3 - 8;	/* the message's blocks start here */
+	const __m128i k4 = kvec(k64);
+	__m128i x0, x1, x2, x3, x;
+	uint32_t i, r = (len + 8) & 15;
+
+	/* the masks reach into block 3 at most (IPv6: 4 blocks) */
+	x0 = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64(
+		(const __m128i *)l3), 8), m[0]);
+	x1 = _mm_or_si128(_mm_loadu_si128((const __m128i *)(b + 16)), m[1]);
+	x2 = _mm_or_si128(_mm_loadu_si128((const __m128i *)(b + 32)), m[2]);
+	x3 = _mm_or_si128(_mm_loadu_si128((const __m128i *)(b + 48)), m[3]);
+	for (i = 4; i + 4 <= nb; i += 4) {
+		x0 = fold16(x0, k4, _mm_loadu_si128((const __m128i *)
+			(b + 16 * i)));
+		x1 = fold16(x1, k4, _mm_loadu_si128((const __m128i *)
+			(b + 16 * i + 16)));
+		x2 = fold16(x2, k4, _mm_loadu_si128((const __m128i *)
+			(b + 16 * i + 32)));
+		x3 = fold16(x3, k4, _mm_loadu_si128((const __m128i *)
+			(b + 16 * i + 48)));
+	}
+	/* the last 1-3 blocks go to the first lanes, which then end last */
+	if (i < nb)
+		x0 = fold16(x0, k4, _mm_loadu_si128((const __m128i *)
+			(b + 16 * i)));
+	if (i + 1 < nb)
+		x1 = fold16(x1, k4, _mm_loadu_si128((const __m128i *)
+			(b + 16 * i + 16)));
+	if (i + 2 < nb)
+		x2 = fold16(x2, k4, _mm_loadu_si128((const __m128i *)
+			(b + 16 * i + 32)));
+	switch (nb - i) {
+	case 0:
+		x = lanes_meet(x0, x1, x2, x3);
+		break;
+	case 1:
+		x = lanes_meet(x1, x2, x3, x0);
+		break;
+	case 2:
+		x = lanes_meet(x2, x3, x0, x1);
+		break;
+	default:
+		x = lanes_meet(x3, x0, x1, x2);
+		break;
+	}
+	if (r)
+		x = fold_tail(x, l3 + len, r);
+	return reduce128(x);
+}
+
+__attribute__((target(CLMUL_TARGET), always_inline))
 static inline uint32_t
 icrc_fold_v(const uint8_t *l3, uint32_t len, uint32_t v6)
 {
@@ -371,8 +452,10 @@ icrc_fold_v(const uint8_t *l3, uint32_t len, uint32_t v6)
 		DROCE_UDP_HLEN + 12) / 16 + 1;
 	const uint8_t *p = l3 - 8 + 16 * nh;	/* the frame reaches it */
 	__m128i x;
-	uint32_t i, n;
+	uint32_t i, n, nb = (len + 8) / 16;
 
+	if (nb >= 4 && nb < 16)
+		return icrc_fold_short(l3, len, v6, nb);
 	x = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64(
 		(const __m128i *)l3), 8), m[0]);
 	for (i = 1; i < nh; i++)
