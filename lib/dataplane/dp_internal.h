@@ -134,5 +134,8 @@ void dp_telemetry_unregister(struct droce_port *p);
 /* dp_port.c */
 void dp_queue_tx(struct dp_queue *q, struct rte_mbuf *m);
 void dp_queue_flush(struct dp_queue *q);
+/* A zero-copy frame's chain behind its header mbuf h (its payload copied
+ * behind the headers when no mbufs are left); exported for its test. */
+void dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b);
 
 #endif

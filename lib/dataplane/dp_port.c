@@ -220,8 +220,8 @@ stash_take(struct dp_queue *q, struct rte_mbuf **m, uint32_t n)
  * allocation), then pad and ICRC in one more mbuf. Without mbufs the
  * payload is copied behind the headers: the buffer has room for it.
  */
-static void
-zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b)
+void
+dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b)
 {
 	struct rte_mbuf *seg[DROCE_TX_MAX_SPANS + 1], *prev = h, *t;
 	uint32_t i, len = b->len;
@@ -274,7 +274,7 @@ io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 		struct rte_mbuf *m = bufs[i].cookie;
 
 		if (bufs[i].nspan) {
-			zc_chain(q, m, &bufs[i]);
+			dp_zc_chain(q, m, &bufs[i]);
 		} else {
 			m->data_len = (uint16_t)bufs[i].len;
 			m->pkt_len = bufs[i].len;

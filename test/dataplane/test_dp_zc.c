@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * A zero-copy frame's chain (dp_zc_chain), both ways: with mbufs to spare
+ * the payload goes by reference (external mbufs over the MR, then pad and
+ * ICRC in one more), and with the pool empty it is copied behind the
+ * headers instead: the frame is the same bytes, the MR's references are
+ * given back, and the copy is counted (tx_zc_copied). The pool cannot be
+ * emptied from outside on a real link, so this test takes every mbuf
+ * itself, on a net_null port in this one process.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_mbuf.h>
+
+#include "check.h"
+#include "dp_internal.h"
+#include "tp_internal.h"
+
+#define HDR_LEN 58
+#define TAIL_LEN 7
+#define MEM_LEN 4096
+
+static struct droce_txbuf
+frame_of(struct rte_mbuf *h, struct droce_mr *mr, const uint8_t *mem)
+{
+	struct droce_txbuf b;
+	uint32_t i;
+
+	memset(&b, 0, sizeof(b));
+	b.data = rte_pktmbuf_mtod(h, uint8_t *);
+	b.cap = rte_pktmbuf_tailroom(h);
+	b.cookie = h;
+	for (i = 0; i < HDR_LEN; i++)
+		b.data[i] = (uint8_t)(0xa0 + i);
+	b.len = HDR_LEN;
+	/* two spans, as a message over two SGEs; each holds a reference */
+	b.nspan = 2;
+	b.span[0].addr = mem + 100;
+	b.span[0].len = 300;
+	b.span[0].mr = mr;
+	b.span[1].addr = mem + 1000;
+	b.span[1].len = 37;
+	b.span[1].mr = mr;
+	droce_mr_zc_get(mr);
+	droce_mr_zc_get(mr);
+	b.tail_len = TAIL_LEN;
+	for (i = 0; i < TAIL_LEN; i++)
+		b.tail[i] = (uint8_t)(0x50 + i);
+	return b;
+}
+
+/* The frame's bytes, whichever way it is laid out, against the parts. */
+static void
+check_frame(struct rte_mbuf *h, const uint8_t *mem, const char *what)
+{
+	uint8_t want[HDR_LEN + 337 + TAIL_LEN], got[sizeof(want)];
+	const uint8_t *p;
+	uint32_t i;
+
+	for (i = 0; i < HDR_LEN; i++)
+		want[i] = (uint8_t)(0xa0 + i);
+	memcpy(want + HDR_LEN, mem + 100, 300);
+	memcpy(want + HDR_LEN + 300, mem + 1000, 37);
+	for (i = 0; i < TAIL_LEN; i++)
+		want[HDR_LEN + 337 + i] = (uint8_t)(0x50 + i);
+	CHECK_EQ(rte_pktmbuf_pkt_len(h), sizeof(want), what);
+	if (rte_pktmbuf_pkt_len(h) != sizeof(want))
+		return;
+	p = rte_pktmbuf_read(h, 0, sizeof(want), got);
+	CHECK(p != NULL && memcmp(p, want, sizeof(want)) == 0,
+		"%s: the frame's bytes", what);
+}
+
+int
+main(void)
+{
+	struct droce_port_conf conf;
+	struct droce_port *p;
+	struct droce_pd *pd;
+	struct droce_mr *mr;
+	struct droce_txbuf b;
+	struct rte_mbuf *h, **hoard;
+	struct dp_queue *q;
+	char eal[256];
+	uint8_t *mem;
+	uint32_t i, n = 0, cap;
+
+	snprintf(eal, sizeof(eal), "--no-huge -m 512 --no-pci "
+		"--file-prefix dpzc%d --log-level=lib.eal:4", (int)getpid());
+	droce_port_conf_init(&conf);
+	conf.eal_args = eal;
+	conf.devargs = "net_null0";
+	conf.mode = DROCE_PROGRESS_INLINE;
+	conf.ipv4 = 0x0ac60001;
+	conf.tx_zc_min = 1;
+	p = droce_port_open(&conf);
+	if (p == NULL) {
+		fprintf(stderr, "test_dp_zc: no net_null port\n");
+		return 1;
+	}
+	q = &p->q[0];
+	pd = droce_pd_alloc(droce_port_dev(p));
+	mem = calloc(1, MEM_LEN);
+	for (i = 0; i < MEM_LEN; i++)
+		mem[i] = (uint8_t)(i * 7 + 3);
+	mr = droce_mr_reg(pd, mem, MEM_LEN, (uintptr_t)mem, 0);
+	CHECK(pd != NULL && mr != NULL, "PD and MR");
+
+	/* mbufs to spare: headers, one external mbuf a span, the tail */
+	h = rte_pktmbuf_alloc(p->pool);
+	b = frame_of(h, mr, mem);
+	dp_zc_chain(q, h, &b);
+	CHECK_EQ(h->nb_segs, 4, "by reference: headers, 2 spans, tail");
+	CHECK(RTE_MBUF_HAS_EXTBUF(h->next) &&
+		rte_pktmbuf_mtod(h->next, uint8_t *) == mem + 100,
+		"the first span is the MR itself");
+	check_frame(h, mem, "by reference");
+	CHECK_EQ(mr->zc_refs, 3, "each span holds a reference");
+	CHECK_EQ(q->zc_copied, 0, "nothing copied");
+	rte_pktmbuf_free(h);
+	CHECK_EQ(mr->zc_refs, 1, "freeing the frame gives them back");
+
+	/* the pool empty (this lcore's cache too) and the queue's stash */
+	cap = rte_mempool_avail_count(p->pool) + q->nstash + 64;
+	hoard = calloc(cap, sizeof(*hoard));
+	h = rte_pktmbuf_alloc(p->pool);
+	while (n < cap && (hoard[n] = rte_pktmbuf_alloc(p->pool)) != NULL)
+		n++;
+	while (q->nstash && n < cap)
+		hoard[n++] = q->stash[--q->nstash];
+	CHECK(rte_pktmbuf_alloc(p->pool) == NULL, "the pool is empty");
+	b = frame_of(h, mr, mem);
+	dp_zc_chain(q, h, &b);
+	CHECK_EQ(h->nb_segs, 1, "no mbufs: one segment");
+	CHECK_EQ(h->data_len, HDR_LEN + 337 + TAIL_LEN,
+		"the payload copied behind the headers");
+	check_frame(h, mem, "copied");
+	CHECK_EQ(mr->zc_refs, 1, "the copy gave the references back");
+	CHECK_EQ(q->zc_copied, 1, "counted as copied");
+	{
+		struct droce_port_queue_stats st;
+
+		CHECK_EQ(droce_port_queue_stats(p, 0, &st), 0, "queue stats");
+		CHECK_EQ(st.tx_zc_copied, 1, "tx_zc_copied through the C API");
+	}
+	rte_pktmbuf_free(h);
+	for (i = 0; i < n; i++)
+		rte_pktmbuf_free(hoard[i]);
+	free(hoard);
+
+	CHECK_EQ(droce_mr_dereg(mr), 0, "dereg");
+	CHECK_EQ(droce_pd_dealloc(pd), 0, "PD freed");
+	droce_port_close(p);
+	free(mem);
+	return check_report("test_dp_zc");
+}
