@@ -142,18 +142,26 @@ qp_report(uint32_t i, const struct ibv_wc *wc)
 		st.acks_rx);
 }
 
+/* This side's NIC-side counters, summed over its queues. */
+static struct droce_port_queue_stats
+nic_stats(void)
+{
+	struct droce_port_queue_stats sum, st;
+	uint32_t i, k;
+
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; i < opt.queues; i++)
+		if (droce_port_queue_stats(port, i, &st) == 0)
+			for (k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
+				((uint64_t *)&sum)[k] += ((uint64_t *)&st)[k];
+	return sum;
+}
+
 /* Frames this side received on one queue for a QP of another. */
 static uint64_t
 handoffs(void)
 {
-	struct droce_port_queue_stats st;
-	uint64_t n = 0;
-	uint32_t i;
-
-	for (i = 0; i < opt.queues; i++)
-		if (droce_port_queue_stats(port, i, &st) == 0)
-			n += st.handoffs;
-	return n;
+	return nic_stats().handoffs;
 }
 
 /* Frames per PMD burst on this side: what the PMD's per-call cost is
@@ -161,22 +169,13 @@ handoffs(void)
 static void
 burst_report(const char *who)
 {
-	struct droce_port_queue_stats st;
-	uint64_t rx = 0, rxb = 0, tx = 0, txb = 0;
-	uint32_t i;
+	struct droce_port_queue_stats st = nic_stats();
 
-	for (i = 0; i < opt.queues; i++) {
-		if (droce_port_queue_stats(port, i, &st) != 0)
-			continue;
-		rx += st.rx_pkts;
-		rxb += st.rx_bursts;
-		tx += st.tx_pkts;
-		txb += st.tx_bursts;
-	}
 	fprintf(stderr, "droce-perf %s: frames per burst: rx %.1f (%" PRIu64
 		" bursts), tx %.1f (%" PRIu64 " bursts)\n", who,
-		rxb ? (double)rx / rxb : 0.0, rxb, txb ? (double)tx / txb : 0.0,
-		txb);
+		st.rx_bursts ? (double)st.rx_pkts / st.rx_bursts : 0.0,
+		st.rx_bursts, st.tx_bursts ?
+		(double)st.tx_pkts / st.tx_bursts : 0.0, st.tx_bursts);
 }
 
 /*
