@@ -43,6 +43,7 @@ static struct {
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
 	uint32_t iters, nqp, queues, cores, depth, post_list, cq_mod, repeat;
+	uint32_t outs;			/* --outs; 0: the device's maximum */
 	int inline_data, lat, verify, raw, live, json_out, static_neigh;
 	int expect_handoffs;
 	double duration;
@@ -247,6 +248,8 @@ usage(void)
 "  --depth N           WRs in flight per QP (64)\n"
 "  --post-list N       WRs per ibv_post_send call (1)\n"
 "  --cq-mod N          signal one WR in N, as perftest's --cq-mod (1)\n"
+"  --outs N            READs/atomics outstanding per QP (max_rd_atomic);\n"
+"                      as perftest's -o, the device's maximum by default\n"
 "  --repeat N          run each test N times, droce and raw alternating;\n"
 "                      print the run of median ratio and the range (1)\n"
 "  --inline            inline data      --lat  latency mode\n"
@@ -293,6 +296,7 @@ parse_args(int argc, char **argv)
 		{ "depth", required_argument, NULL, 'd' },
 		{ "post-list", required_argument, NULL, 'l' },
 		{ "cq-mod", required_argument, NULL, 'm' },
+		{ "outs", required_argument, NULL, 'O' },
 		{ "repeat", required_argument, NULL, 'k' },
 		{ "inline", no_argument, NULL, 'I' },
 		{ "lat", no_argument, NULL, 'L' },
@@ -351,6 +355,13 @@ parse_args(int argc, char **argv)
 		case 'd': opt.depth = (uint32_t)atoi(optarg); break;
 		case 'l': opt.post_list = (uint32_t)atoi(optarg); break;
 		case 'm': opt.cq_mod = (uint32_t)atoi(optarg); break;
+		case 'O':
+			opt.outs = (uint32_t)atoi(optarg);
+			if (opt.outs == 0) {
+				usage();
+				return -1;
+			}
+			break;
 		case 'k': opt.repeat = (uint32_t)atoi(optarg); break;
 		case 'I': opt.inline_data = 1; break;
 		case 'L': opt.lat = 1; break;
@@ -481,7 +492,7 @@ connect_qps(void)
 {
 	struct ibv_qp_attr a;
 	struct droce_av av;
-	uint32_t i;
+	uint32_t i, max_rd;
 	int rc;
 
 	memset(&av, 0, sizeof(av));
@@ -503,6 +514,16 @@ connect_qps(void)
 			return -1;
 		}
 	}
+	/* as perftest: the device's maximum unless -o/--outs says less; the
+	 * responder offers the maximum so a peer's --outs always fits */
+	max_rd = droce_dev_limits(droce_port_dev(port))->max_qp_rd_atom;
+	if (opt.outs > max_rd) {
+		fprintf(stderr, "droce-perf: --outs %u above the device's %u,"
+			" using %u\n", opt.outs, max_rd, max_rd);
+		opt.outs = max_rd;
+	} else if (opt.outs == 0) {
+		opt.outs = max_rd;
+	}
 	for (i = 0; i < opt.nqp; i++) {
 		uint32_t q = qp_queue(i);
 
@@ -519,7 +540,7 @@ connect_qps(void)
 		a.path_mtu = (enum ibv_mtu)droce_bytes_to_mtu(mtu_bytes);
 		a.dest_qp_num = peer.qpn[i];
 		a.rq_psn = peer.psn[i];
-		a.max_dest_rd_atomic = 16;
+		a.max_dest_rd_atomic = (uint8_t)max_rd;
 		a.min_rnr_timer = 12;
 		rc |= droce_qp_modify(qp[i], &a, IBV_QP_STATE | IBV_QP_AV |
 			IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
@@ -529,7 +550,7 @@ connect_qps(void)
 		a.timeout = (uint8_t)opt.timeout;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
-		a.max_rd_atomic = 16;
+		a.max_rd_atomic = (uint8_t)opt.outs;
 		rc |= droce_qp_modify(qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 			IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC, NULL);
@@ -1488,11 +1509,11 @@ main(int argc, char **argv)
 	} else {
 		if (!opt.json_out)
 			printf(" droce-perf: %u QP(s), %u queue(s), %u core(s), "
-				"depth %u, post list %u, cq-mod %u, "
+				"depth %u, post list %u, cq-mod %u, outs %u, "
 				"path MTU %u%s%s\n",
 				opt.nqp, opt.queues, opt.cores,
 				opt.lat ? 1 : opt.depth,
-				opt.post_list, opt.cq_mod, mtu_bytes,
+				opt.post_list, opt.cq_mod, opt.outs, mtu_bytes,
 				opt.inline_data ? ", inline" : "",
 				opt.lat ? ", latency" : ", bandwidth");
 		for (i = 0; i < opt.nops; i++) {
