@@ -260,9 +260,13 @@ struct droce_qp {
 	uint8_t ack_syndrome;
 	int ack_is_nak;
 	struct tp_res res[TP_MAX_RD_ATOMIC];
-	int res_any;		/* some resource may have responses to send */
-	uint32_t res_next;	/* ring position */
-	uint32_t res_send;	/* oldest with pending responses */
+	uint32_t res_pending;	/* resources with responses to send */
+	uint32_t res_next;	/* ring position: the next to allocate */
+	/* Oldest pending resource. New requests make resources pending in
+	 * PSN order, so the pending ones are [res_send, res_next) on the
+	 * ring; a replay breaks that until nothing is pending. */
+	uint32_t res_send;
+	int res_replayed;
 	int atomic_ack_pending;	/* index + 1 */
 
 	struct droce_tp_stats st;
@@ -364,6 +368,7 @@ void tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st);
 
 /* tp_resp.c */
 int tp_resp_progress(struct droce_qp *qp);
+void tp_resp_res_resized(struct droce_qp *qp);
 int tp_resp_busy(const struct droce_qp *qp);
 
 /* tp_tx.c */

@@ -218,7 +218,8 @@ qp_reset(struct droce_qp *qp)
 	qp->uc_drop = 0;
 	qp->msn = 0;
 	memset(qp->res, 0, sizeof(qp->res));
-	qp->res_next = qp->res_send = 0;
+	qp->res_next = qp->res_send = qp->res_pending = 0;
+	qp->res_replayed = 0;
 }
 
 static void
@@ -258,8 +259,11 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		qp->max_rd_atomic = a->max_rd_atomic;
 		qp->rd_cwnd = a->max_rd_atomic ? a->max_rd_atomic : 1;
 	}
-	if (mask & M(MAX_DEST_RD_ATOMIC))
+	if ((mask & M(MAX_DEST_RD_ATOMIC)) &&
+			qp->max_dest_rd_atomic != a->max_dest_rd_atomic) {
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
+		tp_resp_res_resized(qp);
+	}
 	if (mask & M(AV)) {
 		qp->av = *av;
 		tp_qp_set_template(qp);

@@ -290,14 +290,37 @@ res_count(const struct droce_qp *qp)
 	return n > TP_MAX_RD_ATOMIC ? TP_MAX_RD_ATOMIC : n;
 }
 
+static inline void
+res_set_pending(struct droce_qp *qp, struct tp_res *r)
+{
+	if (!r->pending)
+		qp->res_pending++;
+	r->pending = 1;
+}
+
+static inline void
+res_clear_pending(struct droce_qp *qp, struct tp_res *r)
+{
+	if (r->pending)
+		qp->res_pending--;
+	r->pending = 0;
+}
+
 static struct tp_res *
 res_alloc(struct droce_qp *qp)
 {
 	uint32_t n = res_count(qp);
-	struct tp_res *r;
-	/* A ring: the oldest is recycled, as rxe does, without a NAK. */
-	r = &qp->res[qp->res_next % n];
-	qp->res_next = (qp->res_next + 1) % n;
+	uint32_t i = qp->res_next % n;
+	struct tp_res *r = &qp->res[i];
+
+	/* A ring: the oldest is recycled, as rxe does, without a NAK; a
+	 * requester past max_dest_rd_atomic loses its oldest responses. */
+	if (r->pending) {
+		res_clear_pending(qp, r);
+		if (qp->res_send % n == i)
+			qp->res_send = (i + 1) % n;
+	}
+	qp->res_next = (i + 1) % n;
 	memset(r, 0, sizeof(*r));
 	r->valid = 1;
 	return r;
@@ -337,8 +360,7 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->base = base;
 	r->cur_psn = pkt->psn;
 	r->sent = 0;
-	r->pending = 1;
-	qp->res_any = 1;
+	res_set_pending(qp, r);
 	r->msn = qp->msn;
 	qp->epsn = droce_psn_add(pkt->psn, npsn);
 	return 0;
@@ -375,8 +397,7 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->first_psn = r->last_psn = pkt->psn;
 	r->orig = orig;
 	r->msn = qp->msn;
-	r->pending = 1;
-	qp->res_any = 1;
+	res_set_pending(qp, r);
 	qp->epsn = droce_psn_add(pkt->psn, 1);
 	return 0;
 }
@@ -395,8 +416,8 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			continue;
 		if (f & DROCE_OPF_ATOMIC) {
 			if (r->is_atomic && r->first_psn == pkt->psn) {
-				r->pending = 1;
-				qp->res_any = 1;
+				res_set_pending(qp, r);
+				qp->res_replayed = 1;
 				qp->st.atomic_replays++;
 				return;
 			}
@@ -414,8 +435,8 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			continue;
 		r->cur_psn = pkt->psn;
 		r->sent = (uint32_t)d * qp->mtu;
-		r->pending = 1;
-		qp->res_any = 1;
+		res_set_pending(qp, r);
+		qp->res_replayed = 1;
 		qp->st.read_replays++;
 		return;
 	}
@@ -610,7 +631,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		p.opcode = DROCE_OP_RC_ATOMIC_ACK;
 		p.psn = r->first_psn;
 		p.atmack_orig = r->orig;
-		r->pending = 0;
+		res_clear_pending(qp, r);
 	} else {
 		plen = r->len - r->sent > qp->mtu ? qp->mtu : r->len - r->sent;
 		first = r->sent == 0;
@@ -633,24 +654,33 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		r->sent += plen;
 		r->cur_psn = droce_psn_add(r->cur_psn, 1);
 		if (r->sent >= r->len)
-			r->pending = 0;
+			res_clear_pending(qp, r);
 	}
 	return 1;
+}
+
+/* max_dest_rd_atomic changed (SQD to SQD): resources past the new count
+ * are dropped, the rest answered by PSN. */
+void
+tp_resp_res_resized(struct droce_qp *qp)
+{
+	unsigned int i, n = res_count(qp);
+
+	qp->res_pending = 0;
+	for (i = 0; i < TP_MAX_RD_ATOMIC; i++) {
+		if (i >= n)
+			memset(&qp->res[i], 0, sizeof(qp->res[i]));
+		else if (qp->res[i].pending)
+			qp->res_pending++;
+	}
+	qp->res_next %= n;
+	qp->res_replayed = 1;
 }
 
 int
 tp_resp_busy(const struct droce_qp *qp)
 {
-	unsigned int i;
-
-	if (qp->ack_pending)
-		return 1;
-	if (!qp->res_any)
-		return 0;
-	for (i = 0; i < res_count(qp); i++)
-		if (qp->res[i].valid && qp->res[i].pending)
-			return 1;
-	return 0;
+	return qp->ack_pending || qp->res_pending;
 }
 
 int
@@ -662,8 +692,21 @@ tp_resp_progress(struct droce_qp *qp)
 	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_ERR ||
 			qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
 		return 0;
-	/* Responses in PSN order: oldest resource first. */
-	for (k = 0; qp->res_any && k < n; k++) {
+	/* Responses in PSN order: in ring order from the oldest ... */
+	while (qp->res_pending && !qp->res_replayed) {
+		struct tp_res *r = &qp->res[qp->res_send % n];
+
+		while (r->pending && tp_tx_room(qp->queue)) {
+			if (send_res(qp, r) == 0)
+				return sent;
+			sent++;
+		}
+		if (r->pending)
+			return sent;
+		qp->res_send = (qp->res_send + 1) % n;
+	}
+	/* ... or, after a replay, by the smallest PSN still to answer. */
+	for (k = 0; qp->res_pending && k < n; k++) {
 		struct tp_res *r;
 		uint32_t oldest = 0;
 		int found = 0;
@@ -676,10 +719,8 @@ tp_resp_progress(struct droce_qp *qp)
 				found = 1;
 			}
 		}
-		if (!found) {
-			qp->res_any = 0;	/* nothing left to send */
+		if (!found)
 			break;
-		}
 		for (i = 0; i < n; i++) {
 			r = &qp->res[i];
 			if (!(r->valid && r->pending && r->cur_psn == oldest))
@@ -692,6 +733,10 @@ tp_resp_progress(struct droce_qp *qp)
 			if (r->pending)
 				return sent;
 		}
+	}
+	if (qp->res_pending == 0) {
+		qp->res_replayed = 0;
+		qp->res_send = qp->res_next;
 	}
 	if (qp->ack_pending && tp_tx_room(qp->queue))
 		sent += send_ack(qp);

@@ -79,10 +79,10 @@ pair_free(struct pair *p)
 }
 
 static int
-post_op(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
-		uint32_t rkey, uint64_t id)
+post_op_at(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint32_t loff,
+		uint64_t raddr, uint32_t rkey, uint64_t id)
 {
-	struct ibv_sge s = sge_of(&p->b[0], 0, len);
+	struct ibv_sge s = sge_of(&p->b[0], loff, len);
 	struct ibv_send_wr wr, *bad;
 
 	memset(&wr, 0, sizeof(wr));
@@ -99,6 +99,13 @@ post_op(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
 		wr.wr.atomic.compare_add = 1;
 	}
 	return droce_qp_post_send(p->qp[0], &wr, &bad);
+}
+
+static int
+post_op(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
+		uint32_t rkey, uint64_t id)
+{
+	return post_op_at(p, op, len, 0, raddr, rkey, id);
 }
 
 static void
@@ -553,6 +560,103 @@ test_dup_read(void)
 	pair_free(&p);
 }
 
+/* Responses (READ and atomic) seen by the requester, in arrival order. */
+static struct {
+	uint32_t next_psn;	/* the PSN the next response should carry */
+	int started, out_of_order, drop_nth, seen;
+} resp_seq;
+
+static int
+watch_resp(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
+{
+	struct droce_pkt pkt;
+
+	(void)l;
+	if (dir != 1 || droce_wire_parse(f, len, NULL, &pkt) != 0)
+		return 0;
+	if (!(pkt.opcode >= DROCE_OP_RC_READ_RESP_FIRST &&
+			pkt.opcode <= DROCE_OP_RC_READ_RESP_ONLY) &&
+			pkt.opcode != DROCE_OP_RC_ATOMIC_ACK)
+		return 0;
+	if (++resp_seq.seen == resp_seq.drop_nth)
+		return 1;
+	if (resp_seq.started && pkt.psn != resp_seq.next_psn)
+		resp_seq.out_of_order++;
+	resp_seq.started = 1;
+	resp_seq.next_psn = droce_psn_add(pkt.psn, 1);
+	return 0;
+}
+
+/*
+ * READs and atomics by the window-full, with as many responder resources as
+ * the requester may use: the resource ring wraps several times and every
+ * response leaves in PSN order. With drop_nth, one response is lost: the
+ * READ is asked again, answered from its resource, and the batch after it
+ * is again answered in order.
+ */
+static void
+resp_order_round(struct pair *p, uint32_t base_id, int expect_order)
+{
+	uint64_t *ctr = (uint64_t *)((uint8_t *)p->b[1].p + 60000);
+	uint64_t before = *ctr;
+	int i, ok = 1;
+
+	for (i = 0; i < 12; i++) {
+		if (i % 4 == 3)
+			CHECK_EQ(post_op_at(p, IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
+				40000 + (uint32_t)i * 8, REMOTE(p, 60000),
+				RKEY(p), base_id + i), 0, "post fetch-add");
+		else
+			CHECK_EQ(post_op_at(p, IBV_WR_RDMA_READ, 2500,
+				(uint32_t)i * 2500, REMOTE(p, (uint32_t)i * 2500),
+				RKEY(p), base_id + i), 0, "post read");
+	}
+	for (i = 0; i < 12; i++)
+		if (wait_status(p, 0, 2000000000, NULL) != IBV_WC_SUCCESS)
+			ok = 0;
+	CHECK(ok, "12 READs and atomics complete with success");
+	for (i = 0; i < 12; i++) {
+		if (i % 4 == 3)
+			continue;
+		CHECK(memcmp((uint8_t *)p->b[0].p + i * 2500,
+			(uint8_t *)p->b[1].p + i * 2500, 2500) == 0,
+			"READ %d's data", i);
+	}
+	CHECK_EQ(*ctr, before + 3, "each fetch-add executed once");
+	if (expect_order)
+		CHECK(resp_seq.out_of_order == 0,
+			"responses in PSN order (%d out of order)",
+			resp_seq.out_of_order);
+}
+
+static void
+test_resp_order(void)
+{
+	struct pair p;
+	struct fl_qp_opts o;
+	struct droce_tp_stats st;
+
+	fl_qp_opts_default(&o);
+	o.max_rd_atomic = o.max_dest_rd_atomic = 4;
+	pair_make(&p, IBV_QPT_RC, &o, ACC_ALL, 0);
+	pattern(p.b[1].p, 30000, 11);
+	memset(&resp_seq, 0, sizeof(resp_seq));
+	L.filter = watch_resp;
+	resp_order_round(&p, 100, 1);
+	/* lose the 5th response of the next round: a replay, then in order */
+	resp_seq.drop_nth = resp_seq.seen + 5;
+	resp_order_round(&p, 200, 0);
+	droce_qp_stats(p.qp[1], &st);
+	CHECK(st.read_replays + st.atomic_replays >= 1,
+		"the lost response was answered again from its resource");
+	resp_seq.started = 0;
+	resp_seq.out_of_order = 0;
+	resp_seq.drop_nth = 0;
+	resp_order_round(&p, 300, 1);
+	L.filter = NULL;
+	pair_free(&p);
+}
+
 static int uc_drop_nth, uc_seen;
 
 static int
@@ -651,6 +755,7 @@ main(void)
 	test_srq_limit();
 	test_dup_atomic();
 	test_dup_read();
+	test_resp_order();
 	test_uc_broken();
 	test_ud_qkey();
 	fl_fini(&L);
