@@ -102,9 +102,15 @@ guest() {	# guest CMD LOG: boot a guest, run CMD, power off
 		TMPD="$work/guest" RUN_TIMEOUT=400 \
 		timeout -k 5 420 "$peer" run "$1" > "$2" 2>&1 < /dev/null
 }
-# rxe's device and RoCEv2 GID; perftest wants -d and -x, pingpong -d and -g
+# rxe's device and RoCEv2 GID; perftest wants -d and -x, pingpong -d and -g.
+# perftest in the guest gets -F: its report calibrates the TSC against
+# gettimeofday and exits 1 ("Correlation coefficient r^2 < 0.9, Can't
+# produce a report") when the fit is poor, which software-emulated qemu on a
+# busy host sometimes gives, after a transfer that went right. -F lets the
+# guest's report print whatever figure it has; errors still fail the run.
+guest_opts=""
 case "$prog" in
-ib_*) gflag="-x 1" ;;
+ib_*) gflag="-x 1"; guest_opts="-F" ;;
 *) gflag="-g 1" ;;
 esac
 
@@ -118,14 +124,14 @@ if [ "$role" = droce-server ]; then
 		ss -ltn 2>/dev/null | grep -q "[:.]$port " && break
 		sleep 0.1
 	done
-	guest "$prog -d rxe0 $gflag -p $port $* $host_ip; rc=\$?; ip neigh show; exit \$rc" \
+	guest "$prog -d rxe0 $gflag $guest_opts -p $port $* $host_ip; rc=\$?; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
 	pids+=($!); gpid=$!
 else
 	# the guest says when its server listens (a probe connection would
 	# be taken for the client)
 	phex=$(printf '%04X' "$port")
-	guest "$prog -d rxe0 $gflag -p $port $* > /tmp/srv.log 2>&1 & p=\$!; \
+	guest "$prog -d rxe0 $gflag $guest_opts -p $port $* > /tmp/srv.log 2>&1 & p=\$!; \
 		for i in \$(seq 1 300); do grep -q ':$phex 00000000:0000 0A' /proc/net/tcp && break; sleep 0.1; done; \
 		echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
