@@ -16,6 +16,7 @@
 #define TP_MAX_UNACKED_PSNS	128	/* requester window, as rxe */
 #define TP_MAX_PKT_PER_ACK	64	/* AckReq on every 64th middle packet */
 #define TP_TX_BATCH		32
+#define TP_TX_FIRST		4	/* buffers asked for first in a batch */
 #define TP_MAX_RD_ATOMIC	128	/* as rxe: perftest uses the peer's */
 #define TP_KEY_SLOTS		(1u << 16)
 
