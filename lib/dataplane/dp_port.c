@@ -706,6 +706,91 @@ port_stop_close(struct droce_port *p)
 	stop_close_cb(p);
 }
 
+/* How long a port may take to find its peer when both start together. */
+#define PORT_START_NS	15000000000ull
+/* How long a net_memif client waits for its link before connecting again. */
+#define MEMIF_LINK_NS	2000000000ull
+
+/*
+ * A link whose far end is another process (net_memif's client role)
+ * cannot start before that process has created it: two programs started
+ * together race, so keep trying until the deadline.
+ */
+static int
+port_start(struct droce_port *p, uint64_t deadline)
+{
+	int rc, said = 0;
+
+	for (;;) {
+		rc = rte_eth_dev_start(p->port_id);
+		if (rc == 0 || droce_now_ns() >= deadline)
+			return rc;
+		if (!said++)
+			DP_LOG(INFO, "port %u not ready (%s), waiting for its peer",
+				p->port_id, strerror(-rc));
+		usleep(50000);
+	}
+}
+
+/* A port droce probed itself as net_memif with the client role (the
+ * PMD's default). */
+static bool
+memif_client(const struct droce_port *p, const struct rte_eth_dev_info *info)
+{
+	const char *role, *d = p->conf.devargs;
+
+	if (d == NULL || info->driver_name == NULL ||
+			strcmp(info->driver_name, "net_memif") != 0)
+		return false;
+	role = strstr(d, "role=");
+	if (role == NULL)
+		return true;
+	role += 5;
+	return strncmp(role, "server", 6) != 0 && strncmp(role, "master", 6) != 0;
+}
+
+/*
+ * net_memif (22.11) listens from the moment the server process probes
+ * its port, but refuses clients ("ID not found") until that process starts
+ * it; a client refused so is disconnected for good although its own start
+ * succeeded, and no frame ever passes. Two programs opening droce together
+ * (perftest's two sides after their TCP exchange) fell into that window
+ * about one run in two hundred. So a client whose link is not up within a
+ * while stops its port and starts it again: a new connection.
+ */
+static int
+memif_client_link_wait(struct droce_port *p)
+{
+	uint64_t deadline = droce_now_ns() + PORT_START_NS;
+	uint64_t retry = droce_now_ns() + MEMIF_LINK_NS;
+	struct rte_eth_link link;
+	int rc;
+
+	for (;;) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(p->port_id, &link) == 0 &&
+				link.link_status == RTE_ETH_LINK_UP)
+			return 0;
+		if (droce_now_ns() >= deadline) {
+			/* as before this wait: the port is started, ARP
+			 * will say that nobody answers */
+			DP_LOG(WARNING, "port %u: net_memif link still down",
+				p->port_id);
+			return 0;
+		}
+		if (droce_now_ns() >= retry) {
+			DP_LOG(INFO, "port %u: net_memif link not up, connecting again",
+				p->port_id);
+			rte_eth_dev_stop(p->port_id);
+			rc = port_start(p, deadline);
+			if (rc != 0)
+				return rc;
+			retry = droce_now_ns() + MEMIF_LINK_NS;
+		}
+		usleep(1000);
+	}
+}
+
 static int
 port_setup(struct droce_port *p)
 {
@@ -749,22 +834,14 @@ port_setup(struct droce_port *p)
 		if (rc)
 			return rc;
 	}
-	/*
-	 * A link whose far end is another process (net_memif's client role)
-	 * cannot start before that process has created it: two programs
-	 * started together race, so keep trying for a while.
-	 */
-	for (i = 0; ; i++) {
-		rc = rte_eth_dev_start(p->port_id);
-		if (rc == 0 || i >= 300)
-			break;
-		if (i == 0)
-			DP_LOG(INFO, "port %u not ready (%s), waiting for its peer",
-				p->port_id, strerror(-rc));
-		usleep(50000);
-	}
+	rc = port_start(p, droce_now_ns() + PORT_START_NS);
 	if (rc)
 		return rc;
+	if (memif_client(p, &info)) {
+		rc = memif_client_link_wait(p);
+		if (rc)
+			return rc;
+	}
 	rte_eth_promiscuous_enable(p->port_id);
 	return 0;
 }

@@ -6,9 +6,14 @@
 #   lcores  over net_memif, on an lcore each application hands droce
 #           (DROCE_PROGRESS_LCORES, droce_port_run via rte_eal_remote_launch)
 #   tap     over two net_tap ports joined by a kernel bridge
+#   squat   over net_memif, the client first, while SQUATTER (argument 3,
+#           test/dataplane/memif_squat) holds the server's socket with a
+#           port it never starts: the client is refused, and must connect
+#           again once the real server has started
 set -uo pipefail
 exe=$1
 mode=${2:-thread}
+squatter=${3:-}
 srv_l="-l 0"; cli_l="-l 1"
 dir=$(mktemp -d /tmp/droce-embed.XXXXXX)
 tag=$(printf '%s' "$$$RANDOM" | md5sum | cut -c1-6)
@@ -32,7 +37,8 @@ cleanup() {
 	[ -n "$pid" ] && kill $pid 2>/dev/null
 	[ -n "$jpid" ] && kill $jpid 2>/dev/null
 	[ -n "$br" ] && ip link del "$br" 2>/dev/null
-	rm -rf "$dir" /var/run/dpdk/ews$tag /var/run/dpdk/ewc$tag
+	[ -n "${cpid:-}" ] && kill $cpid 2>/dev/null
+	rm -rf "$dir" /var/run/dpdk/ews$tag /var/run/dpdk/ewc$tag /var/run/dpdk/ewq$tag
 }
 trap cleanup EXIT
 if [ "$mode" = tap ]; then
@@ -59,6 +65,42 @@ if [ "$mode" = tap ]; then
 		sleep 0.02
 	done ) &
 	jpid=$!
+fi
+if [ "$mode" = squat ]; then
+	# the squatter's port is the server's: same socket, never started
+	"$squatter" --file-prefix ewq$tag -l 0 --no-pci --log-level=4 \
+		--vdev "$srv_dev" -- 3 > "$dir/squat.out" 2>&1 &
+	pid=$!
+	# (net_memif's socket is abstract by default: no file to wait for)
+	for _ in $(seq 1 200); do
+		grep -q holding "$dir/squat.out" && break
+		sleep 0.05
+	done
+	grep -q holding "$dir/squat.out" ||
+		{ cat "$dir/squat.out"; echo "FAIL: no squatter"; exit 1; }
+	# log level 7 (INFO): droce says when it connects again
+	"$exe" client "$dir" 10.197.0.2 "$cli_dev" \
+		-- --file-prefix ewc$tag $cli_l --no-pci --log-level=7 \
+		> "$dir/cli.out" 2>&1 &
+	cpid=$!
+	wait $pid
+	pid=""
+	cat "$dir/squat.out"
+	"$exe" server "$dir" 10.197.0.1 "$srv_dev" \
+		-- --file-prefix ews$tag $srv_l --no-pci --log-level=4 > "$dir/srv.out" &
+	pid=$!
+	wait $cpid
+	rc=$?
+	wait $pid
+	src=$?
+	pid=""
+	cat "$dir/cli.out" "$dir/srv.out"
+	[ $rc -eq 0 ] && [ $src -eq 0 ] || exit 1
+	# the client really was refused first, and connected again
+	grep -q "connecting again" "$dir/cli.out" ||
+		{ echo "FAIL: the client never had to connect again"; exit 1; }
+	echo "ok: the refused client connected again"
+	exit 0
 fi
 "$exe" server "$dir" 10.197.0.1 "$srv_dev" \
 	-- --file-prefix ews$tag $srv_l --no-pci --log-level=4 > "$dir/srv.out" &
