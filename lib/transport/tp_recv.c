@@ -98,17 +98,22 @@ droce_tp_rx_burst(struct droce_tp_queue *q, const uint8_t *const *frames,
  */
 #define TP_TURN_FRAMES 16
 
-/* Turns at fn (responding or requesting) for the queue's QPs, from *next. */
+/*
+ * Turns at fn (responding or requesting) for the queue's QPs, from *next.
+ * Another round only if some QP used its whole turn: one that sent less
+ * ran out of work or of window, and asking it again finds the same.
+ */
 static uint32_t
 take_turns(struct droce_tp_queue *q, uint32_t *next,
 		int (*fn)(struct droce_qp *qp))
 {
-	uint32_t n = q->nb_qps, sent = 0, before, k, i, budget, turn;
+	uint32_t n = q->nb_qps, sent = 0, k, i, budget, turn, used;
+	int again;
 
 	if (*next >= n)
 		*next = 0;
 	do {
-		before = sent;
+		again = 0;
 		for (k = 0; k < n && q->tx_budget; k++) {
 			i = *next;
 			*next = i + 1 < n ? i + 1 : 0;
@@ -116,9 +121,11 @@ take_turns(struct droce_tp_queue *q, uint32_t *next,
 			turn = budget < TP_TURN_FRAMES ? budget : TP_TURN_FRAMES;
 			q->tx_budget = turn;
 			sent += (uint32_t)fn(q->qps[i]);
-			q->tx_budget = budget - (turn - q->tx_budget);
+			used = turn - q->tx_budget;
+			q->tx_budget = budget - used;
+			again |= used == turn;
 		}
-	} while (sent != before && q->tx_budget);
+	} while (again && q->tx_budget);
 	return sent;
 }
 
