@@ -11,7 +11,8 @@
 #             egress with nftables netdev hooks, since there is no netem)
 # The client's arguments select the test; its exit status is the result.
 # --telemetry: while the client runs, read the server's counters through
-# its telemetry socket and require that they moved.
+# its telemetry socket and require that they moved, and that Debian's
+# dpdk-telemetry.py lists droce's commands and ports.
 # PAIR_MEMIF_ARGS: more net_memif devargs for both (bsize=8192 for jumbo
 # frames in one buffer).
 # PAIR_SRV_LCORES / PAIR_CLI_LCORES: the sides' EAL lcore lists (0 and 1),
@@ -122,7 +123,25 @@ if [ $tele = 1 ]; then
 		for i in $(seq 1 100); do [ -S "$sockp" ] && break; sleep 0.2; done
 		/usr/bin/python3 "$(dirname "$0")/telemetry-read.py" "$sockp" \
 			> "$work/telemetry.out" 2>&1
-		echo $? > "$work/telemetry.rc"
+		r=$?
+		# and Debian's own client (package dpdk-dev, which droce.sh
+		# installs) lists droce's commands and answers
+		if [ $r = 0 ]; then
+			printf '/\n/droce/ports\n' | timeout 20 \
+				/usr/bin/dpdk-telemetry.py -f "drs$tag" \
+				> "$work/dpdk-telemetry.out" 2>&1
+			if grep -q '"/droce/port/stats"' "$work/dpdk-telemetry.out" &&
+					grep -q '{"/droce/ports": \["' "$work/dpdk-telemetry.out"; then
+				echo "telemetry: dpdk-telemetry.py lists droce's commands and ports" \
+					>> "$work/telemetry.out"
+			else
+				echo "telemetry: dpdk-telemetry.py did not list droce:" \
+					>> "$work/telemetry.out"
+				head -c 600 "$work/dpdk-telemetry.out" >> "$work/telemetry.out"
+				r=1
+			fi
+		fi
+		echo $r > "$work/telemetry.rc"
 	) &
 	tele_pid=$!
 fi
