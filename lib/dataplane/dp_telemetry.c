@@ -8,6 +8,8 @@
  *   /droce/ports             the ports of this process
  *   /droce/port/stats,N      port N: NIC, queues summed, faults injected
  *   /droce/queue/stats,N.Q   queue Q of port N: transport counters
+ *   /droce/qps,N             the QPNs in use on port N
+ *   /droce/qp/stats,N.QPN    that QP's counters
  * Reading takes the queue lock briefly: counters are owned by the queue.
  */
 
@@ -172,6 +174,52 @@ tel_queue_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	return 0;
 }
 
+static int
+tel_qps(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct droce_port *p = port_arg(params, NULL);
+	uint32_t qpns[256], n, i;
+
+	(void)cmd;
+	if (p == NULL)
+		return -EINVAL;
+	n = droce_dev_qpns(p->dev, qpns, RTE_DIM(qpns));
+	rte_tel_data_start_array(d, RTE_TEL_U64_VAL);
+	for (i = 0; i < n && i < RTE_DIM(qpns); i++)
+		rte_tel_data_add_array_u64(d, qpns[i]);
+	return 0;
+}
+
+static int
+tel_qp_stats(const char *cmd, const char *params, struct rte_tel_data *d)
+{
+	struct droce_port *p = port_arg(params, NULL);
+	struct droce_tp_stats st;
+	const char *dot;
+	uint32_t qpn, q;
+	int rc;
+
+	(void)cmd;
+	dot = params != NULL ? strchr(params, '.') : NULL;
+	if (p == NULL || dot == NULL)
+		return -EINVAL;
+	qpn = (uint32_t)strtoul(dot + 1, NULL, 0);
+	q = droce_qpn_queue(p->dev, qpn);
+	if (q >= p->nb_queues)
+		return -EINVAL;
+	/* the queue's lock: the QP cannot be destroyed meanwhile */
+	rte_spinlock_lock(&p->q[q].lock);
+	rc = droce_dev_qp_stats(p->dev, qpn, &st);
+	rte_spinlock_unlock(&p->q[q].lock);
+	if (rc)
+		return -EINVAL;
+	rte_tel_data_start_dict(d);
+	rte_tel_data_add_dict_u64(d, "qpn", qpn);
+	rte_tel_data_add_dict_u64(d, "queue", q);
+	add_tp_stats(d, &st);
+	return 0;
+}
+
 void
 dp_telemetry_register(struct droce_port *p)
 {
@@ -192,6 +240,10 @@ dp_telemetry_register(struct droce_port *p)
 			"droce port counters. Parameter: port index");
 		rte_telemetry_register_cmd("/droce/queue/stats", tel_queue_stats,
 			"droce queue counters. Parameter: port.queue");
+		rte_telemetry_register_cmd("/droce/qps", tel_qps,
+			"QPNs in use on a droce port. Parameter: port index");
+		rte_telemetry_register_cmd("/droce/qp/stats", tel_qp_stats,
+			"droce QP counters. Parameter: port.qpn");
 	}
 	rte_spinlock_unlock(&reg_lock);
 }

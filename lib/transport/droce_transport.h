@@ -388,6 +388,15 @@ void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats 
 /** Per-QP counters (same fields; the rx_drop_* that need no QP stay 0). */
 void droce_qp_stats(const struct droce_qp *qp, struct droce_tp_stats *st);
 
+/** The same by QPN: 0, or -ENOENT when no QP has that number (call with
+ * the QP's queue's owner lock held, as for droce_dev_qp_sq_idle). */
+int droce_dev_qp_stats(const struct droce_dev *dev, uint32_t qpn,
+		struct droce_tp_stats *st);
+
+/** The QPNs in use on dev, ascending: writes up to max, returns how many
+ * there are (may be more than max). */
+uint32_t droce_dev_qpns(struct droce_dev *dev, uint32_t *qpns, uint32_t max);
+
 #ifdef __cplusplus
 }
 #endif

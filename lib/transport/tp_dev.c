@@ -335,6 +335,33 @@ droce_qp_sq_outstanding(const struct droce_qp *qp)
 }
 
 int
+droce_dev_qp_stats(const struct droce_dev *dev, uint32_t qpn,
+		struct droce_tp_stats *st)
+{
+	if (qpn >= dev->qp_tab_size || dev->qp_tab[qpn] == NULL)
+		return -ENOENT;
+	droce_qp_stats(dev->qp_tab[qpn], st);
+	return 0;
+}
+
+uint32_t
+droce_dev_qpns(struct droce_dev *dev, uint32_t *qpns, uint32_t max)
+{
+	uint32_t i, n = 0;
+
+	pthread_mutex_lock(&dev->lock);
+	for (i = 0; i < dev->qp_tab_size; i++) {
+		if (dev->qp_tab[i] == NULL)
+			continue;
+		if (n < max)
+			qpns[n] = i;
+		n++;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	return n;
+}
+
+int
 droce_dev_qp_sq_idle(const struct droce_dev *dev, uint32_t qpn)
 {
 	const struct droce_qp *qp;

@@ -374,7 +374,7 @@ int tp_resp_busy(const struct droce_qp *qp);
 
 /* tp_tx.c */
 uint8_t *tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b);
-void tp_tx_done(struct droce_tp_queue *q, struct droce_txbuf *b, uint32_t len);
+void tp_tx_done(struct droce_qp *qp, struct droce_txbuf *b, uint32_t len);
 /* Zero-copy transmit (droce_tp_io.zc_min): whether a payload of plen bytes
  * in a frame of IP version ip_ver goes by reference, and the tp_tx_done of
  * such a frame (headers in buf, payload b->span[0, n)); -1: copy it. */
@@ -383,7 +383,7 @@ tp_tx_zc_wanted(const struct droce_tp_queue *q, uint8_t ip_ver, uint32_t plen)
 {
 	return q->io.zc_min && plen >= q->io.zc_min && ip_ver == 4;
 }
-int tp_tx_spans_done(struct droce_tp_queue *q, struct droce_txbuf *b,
+int tp_tx_spans_done(struct droce_qp *qp, struct droce_txbuf *b,
 		const uint8_t *buf, uint32_t hlen, uint32_t n, uint32_t plen);
 void tp_tx_flush(struct droce_tp_queue *q);
 int tp_tx_room(struct droce_tp_queue *q);

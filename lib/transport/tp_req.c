@@ -276,7 +276,7 @@ zc_payload(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 		b->span, DROCE_TX_MAX_SPANS);
 	if (n <= 0)
 		return n == 0 ? 0 : -1;
-	return tp_tx_spans_done(qp->queue, b, buf, hlen, (uint32_t)n,
+	return tp_tx_spans_done(qp, b, buf, hlen, (uint32_t)n,
 		plen) == 0;
 }
 
@@ -375,7 +375,7 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	if (rc == 0) {
 		if (gather(qp, w, off, buf + hlen, plen) != 0)
 			return -1;
-		tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
 	}
 
 	if (w->state == TP_WQE_POSTED) {

@@ -576,7 +576,7 @@ send_ack(struct droce_qp *qp)
 	p.aeth_msn = qp->msn;
 	p.payload_len = 0;
 	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
-	tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
 	if (!qp->ack_is_nak)
 		qp->st.acks_tx++;
 	qp->ack_pending = 0;
@@ -605,7 +605,7 @@ zc_read_resp(struct droce_qp *qp, const struct tp_res *r,
 		return 0;
 	b->span[0].addr = src;
 	b->span[0].len = plen;
-	return tp_tx_spans_done(q, b, buf, hlen, 1, plen) == 0;
+	return tp_tx_spans_done(qp, b, buf, hlen, 1, plen) == 0;
 }
 
 /* One READ response packet or one atomic ACK from resource r. */
@@ -646,9 +646,9 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
 	if (plen && !zc_read_resp(qp, r, b, buf, (uint32_t)hlen, plen)) {
 		memcpy(buf + hlen, r->base + r->sent, plen);
-		tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
 	} else if (plen == 0) {
-		tp_tx_done(q, b, tp_finish(&p, buf, (uint32_t)hlen));
+		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
 	}
 	if (!r->is_atomic) {
 		r->sent += plen;

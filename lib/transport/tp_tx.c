@@ -50,20 +50,27 @@ tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
 	return (*b)->data;
 }
 
+/* A frame of qp's is built in b: it leaves with the queue's next burst;
+ * counted on the queue and on the QP. */
 void
-tp_tx_done(struct droce_tp_queue *q, struct droce_txbuf *b, uint32_t len)
+tp_tx_done(struct droce_qp *qp, struct droce_txbuf *b, uint32_t len)
 {
+	struct droce_tp_queue *q = qp->queue;
+
 	b->len = len;
 	q->tx_used++;
 	q->tx_budget--;
 	q->st.tx_pkts++;
 	q->st.tx_bytes += len;
+	qp->st.tx_pkts++;
+	qp->st.tx_bytes += len;
 }
 
 int
-tp_tx_spans_done(struct droce_tp_queue *q, struct droce_txbuf *b,
+tp_tx_spans_done(struct droce_qp *qp, struct droce_txbuf *b,
 		const uint8_t *buf, uint32_t hlen, uint32_t n, uint32_t plen)
 {
+	struct droce_tp_queue *q = qp->queue;
 	uint32_t i, st;
 
 	if (q->io.zc_mem_ok != NULL)
@@ -78,9 +85,11 @@ tp_tx_spans_done(struct droce_tp_queue *q, struct droce_txbuf *b,
 	}
 	b->nspan = n;
 	b->tail_len = droce_wire_icrc_end(st, plen, b->tail);
-	tp_tx_done(q, b, hlen);
+	tp_tx_done(qp, b, hlen);
 	q->st.tx_bytes += plen + b->tail_len;
 	q->st.tx_zc_pkts++;
+	qp->st.tx_bytes += plen + b->tail_len;
+	qp->st.tx_zc_pkts++;
 	return 0;
 }
 

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """telemetry-read.py SOCKET: read droce's counters through a DPDK process's
 telemetry socket (the protocol Debian's dpdk-telemetry.py speaks) twice,
-and require that the port's packet counters are there and moving."""
+and require that the port's packet counters are there and moving, and
+that the per-QP counters are there (and none for a QPN not in use)."""
 import json
 import socket
 import sys
@@ -35,9 +36,26 @@ def main():
     for k in ("nic_rx_pkts", "rx_pkts", "tx_pkts", "acks_tx",
               "drop_icrc", "retransmits"):
         print("telemetry: %-12s %d -> %d" % (k, first[k], second[k]))
+    # per QP: the QPNs in use, each QP's counters, none for a QPN not in use
+    qpns = query(path, "/droce/qps,0")["/droce/qps"]
+    qp_rx = qp_tx = 0
+    for n in qpns:
+        st = query(path, "/droce/qp/stats,0.%d" % n)["/droce/qp/stats"]
+        print("telemetry: QP 0x%x (queue %d) rx_pkts %d tx_pkts %d" %
+              (st["qpn"], st["queue"], st["rx_pkts"], st["tx_pkts"]))
+        qp_rx += st["rx_pkts"]
+        qp_tx += st["tx_pkts"]
+    after = query(path, "/droce/port/stats,0")["/droce/port/stats"]
+    unused = max(qpns, default=0) + 1000
+    none = query(path, "/droce/qp/stats,0.%d" % unused)["/droce/qp/stats"]
+    ok_qp = (len(qpns) > 0 and qp_rx > 0 and qp_rx <= after["rx_pkts"] and
+             0 < qp_tx <= after["tx_pkts"] and none is None)
+    print("telemetry: per-QP counters", "read" if ok_qp else "FAILED",
+          "(QPs %s, no QP 0x%x: %s)" % ([hex(n) for n in qpns], unused, none))
     ok = (len(ports) == 1 and second["rx_pkts"] > first["rx_pkts"] > 0 and
           second["nic_rx_pkts"] >= second["rx_pkts"] and
-          q["rx_pkts"] > 0 and q.get("nic_rx_pkts", 0) >= q["rx_pkts"])
+          q["rx_pkts"] > 0 and q.get("nic_rx_pkts", 0) >= q["rx_pkts"] and
+          ok_qp)
     print("telemetry:", "counters read and moving" if ok else "FAILED")
     return 0 if ok else 1
 

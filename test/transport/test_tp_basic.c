@@ -580,6 +580,18 @@ test_fair_turns(void)
 			CHECK_EQ(wc.status, IBV_WC_SUCCESS, "write status");
 		CHECK_EQ(got, NWR, "every write completed");
 		CHECK(pattern_ok(rb.p + (size_t)i * LEN, LEN, 3), "data");
+		/* per-QP transmit counters: the requester's WRITEs, the
+		 * responder's ACKs (all it sends here) */
+		droce_qp_stats(p[i].qp[0], &st);
+		CHECK(st.tx_pkts >= NWR && st.tx_bytes >= (uint64_t)NWR * LEN,
+			"QP %d counted its WRITEs sent (%llu frames, %llu bytes)",
+			i, (unsigned long long)st.tx_pkts,
+			(unsigned long long)st.tx_bytes);
+		droce_qp_stats(p[i].qp[1], &st);
+		CHECK(st.tx_pkts > 0 && st.tx_pkts == st.acks_tx,
+			"QP %d's responder counted its ACKs as sent (%llu, %llu)",
+			i, (unsigned long long)st.tx_pkts,
+			(unsigned long long)st.acks_tx);
 	}
 	for (i = 0; i < NQP; i++)
 		pair_free(&p[i]);
