@@ -151,6 +151,10 @@ main(int argc, char **argv)
 	 * on an lcore this application gives it */
 	lcores = getenv("EMBED_LCORES") != NULL;
 	pc.mode = lcores ? DROCE_PROGRESS_LCORES : DROCE_PROGRESS_THREAD;
+	/* EMBED_IP_CSUM=1: the PMD fills IPv4 header sums in wherever it can
+	 * (droce's default is to offload them only to NICs that DMA) */
+	if (getenv("EMBED_IP_CSUM") != NULL)
+		pc.tx_ip_csum = DROCE_OFFLOAD_ON;
 	port = droce_port_open(&pc);
 	if (port == NULL) {
 		fprintf(stderr, "droce_port_open: %s\n", strerror(errno));
@@ -294,6 +298,13 @@ main(int argc, char **argv)
 		}
 		printf("client: %d RDMA WRITEs and a SEND %s\n", WRITES,
 			rc ? "FAILED" : "completed");
+		if (pc.tx_ip_csum == DROCE_OFFLOAD_ON) {
+			struct droce_port_queue_stats qs;
+
+			droce_port_queue_stats(port, 0, &qs);
+			printf("client: %llu frames sent with the IPv4 checksum "
+				"offloaded\n", (unsigned long long)qs.tx_ip_csum);
+		}
 		mark(argv[2], "client.done");	/* the server may go now */
 	}
 	droce_port_close(port);

@@ -66,6 +66,7 @@ struct dp_queue {
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
 	uint64_t handoff_drops;		/* the owner's ring was full */
 	uint64_t zc_copied;		/* zero-copy frames copied (no mbufs) */
+	uint64_t tx_ip_csum;		/* IPv4 frames sent with the sum offloaded */
 	uint64_t rx_bursts, tx_bursts;	/* PMD calls that moved frames */
 	volatile int kicked;
 	volatile uint64_t app_poll_tsc;
@@ -100,6 +101,7 @@ struct droce_port {
 	int closed;			/* the ethdev is stopped and closed */
 	int lcores_running;		/* lcores inside droce_port_run */
 	int tx_kick;			/* kick the PMD's TX ring when idle */
+	int tx_ip_csum;			/* the PMD fills IPv4 header sums in */
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;
 	int spare_cpu;			/* the thread can spin on a CPU of its own */

@@ -264,6 +264,31 @@ dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b)
 	h->pkt_len = len + b->tail_len;
 }
 
+/*
+ * The PMD fills an IPv4 frame's header checksum in: say where the headers
+ * are, and zero the field as DPDK asks (the ICRC does not cover it).
+ */
+static void
+tx_ip_csum(struct dp_queue *q, struct rte_mbuf *m)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	uint16_t l2 = RTE_ETHER_HDR_LEN;
+	uint16_t et = (uint16_t)(f[12] << 8 | f[13]);
+
+	if (et == RTE_ETHER_TYPE_VLAN) {
+		l2 += 4;
+		et = (uint16_t)(f[16] << 8 | f[17]);
+	}
+	if (et != RTE_ETHER_TYPE_IPV4)
+		return;
+	m->l2_len = l2;
+	m->l3_len = (uint16_t)((f[l2] & 0xf) * 4);
+	m->ol_flags |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+	f[l2 + 10] = 0;
+	f[l2 + 11] = 0;
+	q->tx_ip_csum++;
+}
+
 static void
 io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 {
@@ -279,6 +304,8 @@ io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 			m->data_len = (uint16_t)bufs[i].len;
 			m->pkt_len = bufs[i].len;
 		}
+		if (q->port->tx_ip_csum)
+			tx_ip_csum(q, m);
 		dp_queue_tx(q, m);
 	}
 }
@@ -791,6 +818,22 @@ memif_client_link_wait(struct droce_port *p)
 	}
 }
 
+/* DROCE_OFFLOAD_AUTO: on where the device DMAs (a NIC fills the sum in
+ * for free), off on virtual devices (their PMD would compute it itself). */
+static bool
+ip_csum_wanted(const struct droce_port *p, const struct rte_eth_dev_info *info)
+{
+	const char *bus = NULL;
+
+	if (p->conf.tx_ip_csum == DROCE_OFFLOAD_ON)
+		return true;
+	if (p->conf.tx_ip_csum != DROCE_OFFLOAD_AUTO)
+		return false;
+	if (info->device != NULL && rte_dev_bus(info->device) != NULL)
+		bus = rte_bus_name(rte_dev_bus(info->device));
+	return bus != NULL && strcmp(bus, "vdev") != 0;
+}
+
 static int
 port_setup(struct droce_port *p)
 {
@@ -808,6 +851,13 @@ port_setup(struct droce_port *p)
 		return -EINVAL;
 	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		ec.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	if ((info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) &&
+			ip_csum_wanted(p, &info)) {
+		ec.txmode.offloads |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
+		p->tx_ip_csum = 1;
+		DP_LOG(INFO, "port %u: IPv4 header checksum offloaded",
+			p->port_id);
+	}
 	rc = rte_eth_dev_configure(p->port_id, (uint16_t)p->nb_queues,
 		(uint16_t)p->nb_queues, &ec);
 	if (rc)
@@ -1166,6 +1216,7 @@ droce_port_queue_stats(struct droce_port *p, uint32_t qi,
 	st->tx_zc_copied = q->zc_copied;
 	st->rx_bursts = q->rx_bursts;
 	st->tx_bursts = q->tx_bursts;
+	st->tx_ip_csum = q->tx_ip_csum;
 	rte_spinlock_unlock(&q->lock);
 	return 0;
 }

@@ -81,7 +81,21 @@ struct droce_port_conf {
 	 * enabled RTE_ETH_TX_OFFLOAD_MULTI_SEGS); DROCE_ZC_OFF: never.
 	 */
 	uint32_t tx_zc_min;
+	/**
+	 * IPv4 header checksum offload on transmit, where the PMD has it
+	 * (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) and droce configured the port.
+	 * DROCE_OFFLOAD_AUTO (0): on devices that DMA, where the NIC fills
+	 * the sum in; off on virtual devices (net_tap, the one here that has
+	 * it, computes it in software over a copy of the headers, dearer than
+	 * droce's own sum from the QP's template). DROCE_OFFLOAD_ON: wherever
+	 * the PMD has it. DROCE_OFFLOAD_OFF: never.
+	 */
+	uint32_t tx_ip_csum;
 };
+
+#define DROCE_OFFLOAD_AUTO	0
+#define DROCE_OFFLOAD_ON	1
+#define DROCE_OFFLOAD_OFF	2
 
 #define DROCE_ZC_AUTO	0
 #define DROCE_ZC_OFF	UINT32_MAX
@@ -184,6 +198,7 @@ struct droce_port_queue_stats {
 	uint64_t tx_zc_copied;	/* zero-copy frames copied for want of mbufs */
 	uint64_t rx_bursts;	/* receive bursts that returned frames */
 	uint64_t tx_bursts;	/* transmit bursts the PMD took frames from */
+	uint64_t tx_ip_csum;	/* IPv4 frames whose header sum the PMD filled */
 };
 
 /** Read queue q's counters (takes the queue's lock). @return 0, -EINVAL. */

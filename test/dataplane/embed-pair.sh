@@ -6,6 +6,9 @@
 #   lcores  over net_memif, on an lcore each application hands droce
 #           (DROCE_PROGRESS_LCORES, droce_port_run via rte_eal_remote_launch)
 #   tap     over two net_tap ports joined by a kernel bridge
+#   tap-csum  the same with the IPv4 header checksum offloaded to net_tap
+#           (EMBED_IP_CSUM): the client must say it offloaded its frames,
+#           and the server's droce drops frames with a bad sum
 #   squat   over net_memif, the client first, while SQUATTER (argument 3,
 #           test/dataplane/memif_squat) holds the server's socket with a
 #           port it never starts: the client is refused, and must connect
@@ -20,6 +23,11 @@ tag=$(printf '%s' "$$$RANDOM" | md5sum | cut -c1-6)
 srv_dev="net_memif0,role=server,socket=$dir/s.sock"
 cli_dev="net_memif0,role=client,socket=$dir/s.sock"
 br="" pid="" jpid=""
+case $mode in
+tap-csum)
+	export EMBED_IP_CSUM=1
+	mode=tap ;;
+esac
 case $mode in
 lcores)
 	export EMBED_LCORES=1
@@ -107,11 +115,18 @@ fi
 pid=$!
 sleep 0.3
 "$exe" client "$dir" 10.197.0.2 "$cli_dev" \
-	-- --file-prefix ewc$tag $cli_l --no-pci --log-level=4
-rc=$?
+	-- --file-prefix ewc$tag $cli_l --no-pci --log-level=4 | tee "$dir/cli.out"
+rc=${PIPESTATUS[0]}
 wait $pid
 src=$?
 pid=""
 cat "$dir/srv.out"
 [ $rc -eq 0 ] && [ $src -eq 0 ] || exit 1
+if [ -n "${EMBED_IP_CSUM:-}" ]; then
+	# every WRITE and the SEND left with its sum filled in by the PMD
+	n=$(sed -n 's/^client: \([0-9]*\) frames sent with the IPv4 checksum offloaded/\1/p' "$dir/cli.out")
+	[ "${n:-0}" -ge 1001 ] ||
+		{ echo "FAIL: the client offloaded ${n:-no} IPv4 checksums"; exit 1; }
+	echo "ok: $n frames left with the IPv4 checksum offloaded, and arrived"
+fi
 exit 0
