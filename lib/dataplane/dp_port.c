@@ -818,20 +818,33 @@ memif_client_link_wait(struct droce_port *p)
 	}
 }
 
+/* The device's bus name, NULL if it has none. */
+static const char *
+dev_bus(const struct rte_eth_dev_info *info)
+{
+	if (info->device == NULL || rte_dev_bus(info->device) == NULL)
+		return NULL;
+	return rte_bus_name(rte_dev_bus(info->device));
+}
+
+/* Whether the device reads frames itself (DMA): any bus but vdev, whose
+ * PMDs copy every frame in software. */
+static bool
+dev_dmas(const struct rte_eth_dev_info *info)
+{
+	const char *bus = dev_bus(info);
+
+	return bus == NULL || strcmp(bus, "vdev") != 0;
+}
+
 /* DROCE_OFFLOAD_AUTO: on where the device DMAs (a NIC fills the sum in
  * for free), off on virtual devices (their PMD would compute it itself). */
 static bool
 ip_csum_wanted(const struct droce_port *p, const struct rte_eth_dev_info *info)
 {
-	const char *bus = NULL;
-
 	if (p->conf.tx_ip_csum == DROCE_OFFLOAD_ON)
 		return true;
-	if (p->conf.tx_ip_csum != DROCE_OFFLOAD_AUTO)
-		return false;
-	if (info->device != NULL && rte_dev_bus(info->device) != NULL)
-		bus = rte_bus_name(rte_dev_bus(info->device));
-	return bus != NULL && strcmp(bus, "vdev") != 0;
+	return p->conf.tx_ip_csum == DROCE_OFFLOAD_AUTO && dev_dmas(info);
 }
 
 static int
@@ -905,15 +918,14 @@ static void
 zc_setup(struct droce_port *p)
 {
 	struct rte_eth_dev_info di;
-	const char *bus = NULL;
+	const char *bus;
 
 	if (rte_eth_dev_info_get(p->port_id, &di) != 0)
 		return;
 	if (di.driver_name != NULL && strcmp(di.driver_name, "net_af_packet") == 0)
 		p->tx_kick = 1;
-	if (di.device != NULL && rte_dev_bus(di.device) != NULL)
-		bus = rte_bus_name(rte_dev_bus(di.device));
-	p->zc_dma = bus == NULL || strcmp(bus, "vdev") != 0;
+	bus = dev_bus(&di);
+	p->zc_dma = dev_dmas(&di);
 	p->zc_min = p->conf.tx_zc_min == DROCE_ZC_AUTO ?
 		(p->zc_dma ? DROCE_ZC_DEFAULT_MIN : 0) :
 		p->conf.tx_zc_min == DROCE_ZC_OFF ? 0 : p->conf.tx_zc_min;
