@@ -8,10 +8,15 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 echo
 "$build/app/droce-tp-bench"
 echo
+# every droce figure beside the raw rate of the same PMD, three runs each
+# (this kind of machine moves by tens of percent from run to run): the
+# median ratio and the range; doc/perf.md's tables come from these lines
 "$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
-	--op write,send,read,fetch_add,cmp_swap --size 64,4096,65536 \
-	--iters 200000 --verify
+	--op write,send,read,fetch_add,cmp_swap --size 64,4096 \
+	--iters 2000000 --repeat 3 --verify
+"$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
+	--op write,send,read --size 65536 --iters 200000 --repeat 3 --verify
 "$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
 	--lat --op write,send,read,fetch_add --size 64,4096,65536 \
-	--iters 20000 --verify --no-raw
+	--iters 20000 --repeat 3 --verify
 "$top/test/bench-verbs.sh" "$build"

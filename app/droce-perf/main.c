@@ -667,6 +667,18 @@ frame_size(uint32_t size)
 	return 14 + 20 + 8 + 12 + 16 + pl + ((0u - pl) & 3) + 4;
 }
 
+/* Packets of a message of `size` bytes (one for an empty one). */
+static uint32_t
+msg_frames(uint32_t size)
+{
+	return size > mtu_bytes ? (size + mtu_bytes - 1) / mtu_bytes : 1;
+}
+
+/* Byte 14 of a raw latency frame: the last of its message, echo it. */
+#define RAW_ECHO_ME 1
+/* What the raw echo sends back: a minimum frame, as droce's ACK is small. */
+#define RAW_ECHO_LEN 60
+
 static struct rte_mempool *
 raw_pool(struct worker *w)
 {
@@ -742,39 +754,67 @@ raw_client(uint32_t size, double secs, uint64_t *sent_out)
 static int cmp_u64(const void *a, const void *b);
 static uint64_t raw_server_count;
 
-/* Raw round trip: one frame out, the server echoes it, p50 in us. */
+/*
+ * Raw round trip of a message, p50 in us: its frames out (a 64 KB
+ * message at path MTU 1024 is 64 of them, the last one shorter), and the
+ * server echoes one minimum frame when the last arrives. That is what a
+ * droce WRITE or SEND waits for (its packets out, one ACK back); a READ
+ * is the mirror image (one request out, its responses back).
+ */
 static double
 raw_rtt_client(uint32_t size, uint32_t iters)
 {
-	struct rte_mbuf *m, *in[32];
+	struct rte_mbuf *m[32], *in[32];
 	struct rte_mempool *mp = raw_pool(&workers[0]);
 	uint16_t pid = droce_port_id(port);
 	uint64_t *t = calloc(iters, sizeof(*t)), t0;
-	uint32_t i, got = 0;
+	uint32_t i, k, got = 0, nfr = msg_frames(size), left, burst, sent;
+	uint32_t lost_run = 0;
 	double p50;
-	int n;
+	int n = 0, lost;
 
 	if (mp == NULL || t == NULL) {
 		free(t);
 		return 0;
 	}
 	for (i = 0; i < iters; i++) {
-		uint8_t *d;
-
-		m = rte_pktmbuf_alloc(mp);
-		if (m == NULL)
-			break;
-		d = rte_pktmbuf_mtod(m, uint8_t *);
-		memset(d, 0xff, 6);
-		memcpy(d + 6, me.mac, 6);
-		d[12] = 0x88;
-		d[13] = 0xb5;
-		m->data_len = m->pkt_len = (uint16_t)frame_size(size);
 		t0 = droce_now_ns();
-		if (rte_eth_tx_burst(pid, 0, &m, 1) != 1) {
-			rte_pktmbuf_free(m);
-			continue;
+		lost = 0;
+		for (left = nfr; left > 0 && !lost; left -= burst) {
+			burst = left > 32 ? 32 : left;
+			if (rte_pktmbuf_alloc_bulk(mp, m, burst) != 0) {
+				lost = 1;
+				break;
+			}
+			for (k = 0; k < burst; k++) {
+				uint8_t *d = rte_pktmbuf_mtod(m[k], uint8_t *);
+				uint32_t last = left - k == 1;
+
+				memset(d, 0xff, 6);
+				memcpy(d + 6, me.mac, 6);
+				d[12] = 0x88;
+				d[13] = 0xb5;
+				d[14] = last ? RAW_ECHO_ME : 0;
+				m[k]->data_len = m[k]->pkt_len = (uint16_t)
+					frame_size(last ? size -
+					(nfr - 1) * mtu_bytes : mtu_bytes);
+			}
+			/* a full ring is retried, not dropped: every frame of
+			 * the message must go */
+			for (sent = 0; sent < burst; ) {
+				sent += rte_eth_tx_burst(pid, 0, m + sent,
+					(uint16_t)(burst - sent));
+				if (sent < burst &&
+						droce_now_ns() - t0 > 100000000ull) {
+					rte_pktmbuf_free_bulk(m + sent,
+						burst - sent);
+					lost = 1;
+					break;
+				}
+			}
 		}
+		if (lost)
+			continue;
 		for (;;) {
 			n = rte_eth_rx_burst(pid, 0, in, 32);
 			if (n) {
@@ -784,8 +824,12 @@ raw_rtt_client(uint32_t size, uint32_t iters)
 			if (droce_now_ns() - t0 > 100000000ull)
 				break;	/* lost: do not count it */
 		}
-		if (n)
+		if (n) {
 			t[got++] = droce_now_ns() - t0;
+			lost_run = 0;
+		} else if (++lost_run == 10) {
+			break;	/* 1 s without an echo: the peer is not there */
+		}
 	}
 	qsort(t, got, sizeof(*t), cmp_u64);
 	p50 = got ? t[got / 2] / 1000.0 : 0;
@@ -793,26 +837,47 @@ raw_rtt_client(uint32_t size, uint32_t iters)
 	return p50;
 }
 
-/* One receive pass over the worker's queues; echo: send each frame back
- * (latency mode). Returns the frames received. */
+/* One receive pass over the worker's queues; echo (latency mode): send
+ * back, as a minimum frame, each frame that ends a message. Returns the
+ * frames received. */
 static uint64_t
 raw_rx_pass(struct worker *w, int echo)
 {
-	struct rte_mbuf *m[64];
+	struct rte_mbuf *m[64], *back[64];
 	uint16_t pid = droce_port_id(port);
 	uint64_t got = 0;
 	uint32_t j;
-	int n, k;
+	int n, i, nb, k;
 
 	for (j = 0; j < w->nq; j++) {
 		n = rte_eth_rx_burst(pid, (uint16_t)w->q[j], m, 64);
 		if (n == 0)
 			continue;
 		got += (uint64_t)n;
-		k = echo ? rte_eth_tx_burst(pid, (uint16_t)w->q[j], m,
-			(uint16_t)n) : 0;
-		if (k < n)
-			rte_pktmbuf_free_bulk(m + k, (unsigned int)(n - k));
+		if (!echo) {
+			rte_pktmbuf_free_bulk(m, (unsigned int)n);
+			continue;
+		}
+		for (i = nb = 0; i < n; i++) {
+			uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
+
+			if (m[i]->data_len >= RAW_ECHO_LEN &&
+					d[14] == RAW_ECHO_ME) {
+				if (m[i]->next != NULL) {	/* a chained frame */
+					rte_pktmbuf_free(m[i]->next);
+					m[i]->next = NULL;
+					m[i]->nb_segs = 1;
+				}
+				m[i]->data_len = m[i]->pkt_len = RAW_ECHO_LEN;
+				back[nb++] = m[i];
+			} else {
+				rte_pktmbuf_free(m[i]);
+			}
+		}
+		k = nb ? rte_eth_tx_burst(pid, (uint16_t)w->q[j], back,
+			(uint16_t)nb) : 0;
+		if (k < nb)
+			rte_pktmbuf_free_bulk(back + k, (unsigned int)(nb - k));
 	}
 	return got;
 }
@@ -1101,8 +1166,14 @@ run_raw(struct result *r)
 		c.kind = PERF_CMD_RAW_DONE;
 		if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
 			return;
-		if (r->raw_lat_p50 > 0)
+		if (r->raw_lat_p50 > 0) {
 			r->ratio = r->raw_lat_p50 / r->lat_p50;
+			r->raw_gbps = r->size * 8.0 / (r->raw_lat_p50 * 1e3);
+		} else {
+			/* a baseline that never came back is no figure */
+			fprintf(stderr, "raw baseline: no echo came back\n");
+			r->ok = 0;
+		}
 		for (int i = 0; i < 100; i++)
 			progress_all();
 		return;
@@ -1114,6 +1185,10 @@ run_raw(struct result *r)
 	/* what the peer received is the rate that counts */
 	if (sent)
 		r->raw_fps = r->raw_fps * ((double)c.value / (double)sent);
+	if (c.value == 0) {
+		fprintf(stderr, "raw baseline: the server received no frame\n");
+		r->ok = 0;
+	}
 	r->raw_gbps = r->raw_fps * pl * 8 / 1e9;
 	if (r->raw_gbps > 0)
 		r->ratio = r->gbps / r->raw_gbps;
