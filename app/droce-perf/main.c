@@ -696,6 +696,21 @@ raw_pool(struct worker *w)
 static uint32_t raw_frame_len;
 static uint64_t raw_deadline;
 
+/* A raw frame of len bytes: broadcast, not RoCE (the peer's droce ignores
+ * it: IEEE local experimental EtherType), byte 14 = mark. */
+static void
+raw_frame_fill(struct rte_mbuf *m, uint32_t len, uint8_t mark)
+{
+	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
+
+	memset(d, 0xff, 6);
+	memcpy(d + 6, me.mac, 6);
+	d[12] = 0x88;
+	d[13] = 0xb5;
+	d[14] = mark;
+	m->data_len = m->pkt_len = (uint16_t)len;
+}
+
 /* Send frames of the size droce sends on the worker's queues, as fast as
  * the PMD takes them, until raw_deadline. */
 static int
@@ -713,17 +728,8 @@ raw_tx_job(struct worker *w)
 		return -1;
 	do {
 		if (rte_pktmbuf_alloc_bulk(mp, m, 32) == 0) {
-			for (i = 0; i < 32; i++) {
-				uint8_t *d = rte_pktmbuf_mtod(m[i], uint8_t *);
-
-				/* not RoCE: the server's droce ignores them */
-				memset(d, 0xff, 6);
-				memcpy(d + 6, me.mac, 6);
-				d[12] = 0x88;
-				d[13] = 0xb5;	/* local experimental */
-				m[i]->data_len = m[i]->pkt_len =
-					(uint16_t)raw_frame_len;
-			}
+			for (i = 0; i < 32; i++)
+				raw_frame_fill(m[i], raw_frame_len, 0);
 			n = rte_eth_tx_burst(pid, (uint16_t)w->q[j], m, 32);
 			sent += (uint64_t)n;
 			if (n < 32)
@@ -787,17 +793,11 @@ raw_rtt_client(uint32_t size, uint32_t iters)
 				break;
 			}
 			for (k = 0; k < burst; k++) {
-				uint8_t *d = rte_pktmbuf_mtod(m[k], uint8_t *);
 				uint32_t last = left - k == 1;
 
-				memset(d, 0xff, 6);
-				memcpy(d + 6, me.mac, 6);
-				d[12] = 0x88;
-				d[13] = 0xb5;
-				d[14] = last ? RAW_ECHO_ME : 0;
-				m[k]->data_len = m[k]->pkt_len = (uint16_t)
-					frame_size(last ? size -
-					(nfr - 1) * mtu_bytes : mtu_bytes);
+				raw_frame_fill(m[k], frame_size(last ? size -
+					(nfr - 1) * mtu_bytes : mtu_bytes),
+					last ? RAW_ECHO_ME : 0);
 			}
 			/* a full ring is retried, not dropped: every frame of
 			 * the message must go */
