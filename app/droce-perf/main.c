@@ -903,9 +903,11 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The part of QP i's WRs that stays the same for a whole test; refill_wr
+ * sets the rest per WR. */
 static void
 fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
-		uint32_t i, uint64_t k)
+		uint32_t i)
 {
 	uint64_t raddr = peer.addr + SLOT(i);
 
@@ -913,7 +915,6 @@ fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
 	sge->addr = (uint64_t)(uintptr_t)(mem + SLOT(i));
 	sge->length = size;
 	sge->lkey = droce_mr_lkey(mr);
-	wr->wr_id = k;
 	wr->sg_list = sge;
 	wr->num_sge = 1;
 	wr->send_flags = IBV_SEND_SIGNALED;
@@ -925,7 +926,6 @@ fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
 	case OP_WRITE_IMM:
 		wr->opcode = op == OP_WRITE ? IBV_WR_RDMA_WRITE :
 			IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr->imm_data = htonl((uint32_t)k);
 		wr->wr.rdma.remote_addr = raddr;
 		wr->wr.rdma.rkey = peer.rkey;
 		break;
@@ -947,8 +947,8 @@ fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
 			IBV_WR_ATOMIC_CMP_AND_SWP;
 		wr->wr.atomic.remote_addr = raddr;
 		wr->wr.atomic.rkey = peer.rkey;
-		wr->wr.atomic.compare_add = op == OP_FADD ? 1 : k;
-		wr->wr.atomic.swap = k + 1;
+		if (op == OP_FADD)
+			wr->wr.atomic.compare_add = 1;
 		break;
 	default:
 		break;
@@ -967,10 +967,10 @@ signal_wr(uint64_t seq)
 }
 
 /*
- * What changes from one WR of a QP to the next. The rest was built once
- * per test by fill_wr, as perftest builds its WRs once: filling the whole
- * WR per post was ~60 of the client's ~1,630 instructions per 64-byte
- * WRITE.
+ * What changes from one WR of a QP to the next (k: its sequence number).
+ * The rest was built once per test by fill_wr, as perftest builds its WRs
+ * once: filling the whole WR per post was ~60 of the client's ~1,630
+ * instructions per 64-byte WRITE.
  */
 static inline void
 refill_wr(struct ibv_send_wr *wr, int op, uint64_t k, uint64_t wr_id,
@@ -983,7 +983,6 @@ refill_wr(struct ibv_send_wr *wr, int op, uint64_t k, uint64_t wr_id,
 	else
 		wr->send_flags &= ~IBV_SEND_SIGNALED;
 	switch (op) {
-	case OP_WRITE:
 	case OP_WRITE_IMM:
 		wr->imm_data = htonl((uint32_t)k);
 		break;
@@ -1027,7 +1026,7 @@ client_job(struct worker *w)
 	for (j = 0; j < w->nqp; j++)
 		for (k = 0; k < (int)pl; k++)
 			fill_wr(&wrs_all[j * pl + k], &sges_all[j * pl + k],
-				cur_op, cur_size, w->qi[j], 0);
+				cur_op, cur_size, w->qi[j]);
 	next_live = droce_now_ns() + 1000000000ull;
 	while (w->total < want) {
 		for (j = 0; j < w->nqp; j++) {
@@ -1040,14 +1039,12 @@ client_job(struct worker *w)
 			while (posted[i] < cur_per_qp &&
 					posted[i] - done[i] < depth && m < pl) {
 				/* signal_wr without a division per WR */
-				int sig = ++sig_count[j] == opt.cq_mod ||
-					posted[i] + 1 == cur_per_qp;
-
-				if (sig_count[j] == opt.cq_mod)
+				if (++sig_count[j] == opt.cq_mod)
 					sig_count[j] = 0;
 				refill_wr(&wrs[m], cur_op, posted[i],
 					(uint64_t)i << WR_ID_QP_SHIFT |
-					posted[i], sig);
+					posted[i], sig_count[j] == 0 ||
+					posted[i] + 1 == cur_per_qp);
 				if (m)
 					wrs[m - 1].next = &wrs[m];
 				posted[i]++;
