@@ -46,6 +46,7 @@ static struct {
 	uint32_t outs;			/* --outs; 0: the device's maximum */
 	int inline_data, lat, verify, raw, live, json_out, static_neigh;
 	int expect_handoffs;
+	uint32_t expect_path_mtu;
 	double duration;
 	struct droce_fault_conf fault;
 } opt = {
@@ -262,6 +263,7 @@ usage(void)
 "  --static-neigh      take the peer MAC from the side channel, no ARP\n"
 "  --expect-handoffs   fail unless some frames reached their QP's queue\n"
 "                      through the hand-off ring (either side)\n"
+"  --expect-path-mtu N fail unless the port gives path MTU N bytes\n"
 "  --json              print results as JSON   --live  progress lines\n"
 "  --eal \"ARGS\"        EAL arguments\n"
 "  --sc-addr A.B.C.D   side channel address (127.0.0.1)\n"
@@ -307,6 +309,7 @@ parse_args(int argc, char **argv)
 		{ "fault-frames", required_argument, NULL, 'F' },
 		{ "static-neigh", no_argument, NULL, 'N' },
 		{ "expect-handoffs", no_argument, NULL, 'H' },
+		{ "expect-path-mtu", required_argument, NULL, 'X' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "live", no_argument, NULL, 'y' },
 		{ "sc-addr", required_argument, NULL, 'A' },
@@ -379,6 +382,9 @@ parse_args(int argc, char **argv)
 			break;
 		case 'N': opt.static_neigh = 1; break;
 		case 'H': opt.expect_handoffs = 1; break;
+		case 'X':
+			opt.expect_path_mtu = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'j': opt.json_out = 1; break;
 		case 'y': opt.live = 1; break;
 		case 'A': opt.sc_addr = optarg; break;
@@ -451,6 +457,12 @@ setup(void)
 	}
 	mtu_bytes = droce_mtu_to_bytes(droce_eth_mtu_to_path_mtu(
 		droce_dev_conf(droce_port_dev(port))->eth_mtu));
+	if (opt.expect_path_mtu && mtu_bytes != opt.expect_path_mtu) {
+		fprintf(stderr, "droce-perf: path MTU %u, expected %u\n",
+			mtu_bytes, opt.expect_path_mtu);
+		droce_port_close(port);
+		return -1;
+	}
 	pd = droce_pd_alloc(droce_port_dev(port));
 	for (i = 0; i < opt.queues; i++)
 		cq[i] = droce_cq_create(droce_port_dev(port), i, 4096);

@@ -23,8 +23,11 @@
 #include <rte_alarm.h>
 #include <rte_bus.h>
 #include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
 #include <rte_eal.h>
 #include <rte_ether.h>
+#include <rte_kvargs.h>
 #include <rte_lcore.h>
 #include <rte_log.h>
 #include <rte_malloc.h>
@@ -777,6 +780,67 @@ memif_client(const struct droce_port *p, const struct rte_eth_dev_info *info)
 }
 
 /*
+ * net_memif in DPDK 22.11 (Debian's 22.11.11 included) carries a frame
+ * longer than one of its buffers (devarg bsize, 2048 by default) over
+ * several descriptors, marking all but the last "next". Its transmit never
+ * clears that mark on a packet's first descriptor, so once a slot that held
+ * the middle of a long frame is reused for a one-buffer frame, the receiver
+ * chains that frame into the next slot, runs past the ring's head and hands
+ * out up to 65,535 stale frames. Mixing long frames with short ones (data
+ * then READ requests, data and ACKs) is what RDMA does; a jumbo MTU over
+ * small memif buffers stalled QPs until their retry count ran out. So droce
+ * never makes a frame longer than one memif buffer.
+ */
+static uint32_t
+memif_mtu_cap(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da;
+	struct rte_kvargs *kv;
+	const char *v;
+	unsigned long bsize = 2048; /* the PMD's default */
+
+	if (info->driver_name == NULL || info->device == NULL ||
+			strcmp(info->driver_name, "net_memif") != 0)
+		return UINT32_MAX;
+	da = rte_dev_devargs(info->device);
+	if (da != NULL && da->args != NULL) {
+		kv = rte_kvargs_parse(da->args, NULL);
+		if (kv != NULL) {
+			v = rte_kvargs_get(kv, "bsize");
+			if (v != NULL && strtoul(v, NULL, 10) != 0)
+				bsize = strtoul(v, NULL, 10);
+			rte_kvargs_free(kv);
+		}
+	}
+	return bsize > RTE_ETHER_HDR_LEN ?
+		(uint32_t)(bsize - RTE_ETHER_HDR_LEN) : RTE_ETHER_MIN_MTU;
+}
+
+/* Cap the port MTU where the PMD cannot carry longer frames safely. */
+static void
+mtu_cap(struct droce_port *p)
+{
+	struct rte_eth_dev_info info;
+	uint32_t cap;
+
+	if (rte_eth_dev_info_get(p->port_id, &info) != 0)
+		return;
+	cap = memif_mtu_cap(&info);
+	if (p->mtu <= cap)
+		return;
+	/* a warning only where it costs path MTU (9000 over bsize=8192: no) */
+	if (droce_eth_mtu_to_path_mtu(cap) != droce_eth_mtu_to_path_mtu(p->mtu))
+		DP_LOG(WARNING, "port %u: MTU %u -> %u: net_memif frames must "
+			"fit one buffer (bsize=%u; give bsize=%u for this MTU)",
+			p->port_id, p->mtu, cap, cap + RTE_ETHER_HDR_LEN,
+			p->mtu + RTE_ETHER_HDR_LEN);
+	else
+		DP_LOG(DEBUG, "port %u: MTU %u -> %u (net_memif bsize %u)",
+			p->port_id, p->mtu, cap, cap + RTE_ETHER_HDR_LEN);
+	p->mtu = cap;
+}
+
+/*
  * net_memif (22.11) listens from the moment the server process probes
  * its port, but refuses clients ("ID not found") until that process starts
  * it; a client refused so is disconnected for good although its own start
@@ -1025,6 +1089,7 @@ droce_port_open(const struct droce_port_conf *conf)
 	else
 		rte_eth_macaddr_get(p->port_id, &p->mac);
 	p->ipv4 = conf->ipv4;
+	mtu_cap(p);
 	zc_setup(p);
 
 	memset(&dc, 0, sizeof(dc));
