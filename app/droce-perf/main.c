@@ -65,7 +65,11 @@ static struct perf_info me, peer;
 static int sc = -1;
 static uint32_t mtu_bytes = 1024;
 
-#define SLOT(i) ((size_t)(i) * (memsz / PERF_MAX_QP))
+/* Each QP's slot of the MR: a message of up to PERF_MAX_SIZE bytes, and
+ * an atomic's result in its last 8 bytes. */
+#define PERF_MAX_SIZE (1u << 20)
+#define SLOT_SZ ((size_t)PERF_MAX_SIZE + 4096u)
+#define SLOT(i) ((size_t)(i) * SLOT_SZ)
 
 static uint32_t
 qp_queue(uint32_t i)
@@ -240,7 +244,7 @@ usage(void)
 "  --peer-ip A.B.C.D   the server (client side)\n"
 "  --port N            TCP side channel port on loopback (18515)\n"
 "  --op OP[,OP..]      write write_imm send read fetch_add cmp_swap all\n"
-"  --size N[,N..]      message sizes; --sweep for 64..65536\n"
+"  --size N[,N..]      message sizes, at most 1 MB; --sweep: 64..65536\n"
 "  --iters N           messages per test (10000)\n"
 "  --qps N             queue pairs (1)    --queues N  DPDK queues (1)\n"
 "  --cores N           worker lcores (1): each owns queues q with\n"
@@ -420,7 +424,29 @@ parse_args(int argc, char **argv)
 		opt.ops[opt.nops++] = OP_WRITE;
 	if (opt.nsizes == 0)
 		opt.sizes[opt.nsizes++] = 64;
+	for (i = 0; i < (int)opt.nsizes; i++)
+		if (opt.sizes[i] > PERF_MAX_SIZE) {
+			fprintf(stderr, "droce-perf: message size %u: at most "
+				"%u bytes\n", opt.sizes[i], PERF_MAX_SIZE);
+			return -1;
+		}
 	return 0;
+}
+
+/* The largest SEND the client will make: the server sizes its receive
+ * buffers for it (0 when no SEND is asked for). */
+static uint32_t
+max_send_size(void)
+{
+	uint32_t m = 0;
+	int i, s;
+
+	for (i = 0; i < opt.nops; i++)
+		if (opt.ops[i] == OP_SEND)
+			for (s = 0; s < (int)opt.nsizes; s++)
+				if (opt.sizes[s] > m)
+					m = opt.sizes[s];
+	return m;
 }
 
 static int
@@ -481,7 +507,7 @@ setup(void)
 			return -1;
 		}
 	}
-	memsz = (size_t)PERF_MAX_QP * (1u << 20);
+	memsz = (size_t)PERF_MAX_QP * SLOT_SZ;
 	mem = aligned_alloc(4096, memsz);
 	memset(mem, 0, memsz);
 	mr = droce_mr_reg(pd, mem, memsz, (uint64_t)(uintptr_t)mem,
@@ -494,6 +520,7 @@ setup(void)
 	}
 	me.addr = (uint64_t)(uintptr_t)mem;
 	me.rkey = droce_mr_rkey(mr);
+	me.max_send = max_send_size();
 	me.ipv4 = pc.ipv4;
 	rte_eth_macaddr_get(droce_port_id(port), (struct rte_ether_addr *)me.mac);
 	return 0;
@@ -953,7 +980,7 @@ fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
 	case OP_CSWAP:
 		/* the result lands after the data region of the slot */
 		sge->addr = (uint64_t)(uintptr_t)(mem + SLOT(i) +
-			(memsz / PERF_MAX_QP) - 8);
+			SLOT_SZ - 8);
 		sge->length = 8;
 		wr->opcode = op == OP_FADD ? IBV_WR_ATOMIC_FETCH_AND_ADD :
 			IBV_WR_ATOMIC_CMP_AND_SWP;
@@ -1205,7 +1232,7 @@ run_client(int op, uint32_t size, struct result *r)
 				r->ok = 0;
 	if (op == OP_FADD && opt.verify)
 		for (i = 0; i < opt.nqp; i++)
-			if (*(uint64_t *)(mem + SLOT(i) + memsz / PERF_MAX_QP - 8)
+			if (*(uint64_t *)(mem + SLOT(i) + SLOT_SZ - 8)
 					!= per_qp - 1)
 				r->ok = 0;	/* the last original value */
 	return 0;
@@ -1356,8 +1383,13 @@ print_results(struct result *rs, int n)
 
 /* ---- the server side ---- */
 
-#define RBUF_SZ 65536u
+/* Receive buffers per QP, each of rbuf_sz bytes: at least 64 KB, more for
+ * the client's largest SEND; fewer than RBUF_N where that would pass
+ * RBUF_BUDGET in all (RNR NAKs then pace the client). */
 #define RBUF_N 128u
+#define RBUF_MIN_N 16u
+#define RBUF_BUDGET ((size_t)1 << 30)
+static uint32_t rbuf_sz = 65536, rbuf_n = RBUF_N;
 
 static uint8_t *rmem;
 static struct droce_mr *rmr;
@@ -1383,9 +1415,9 @@ static void
 post_recv_buf(struct worker *w, uint32_t qi, uint32_t k)
 {
 	struct ibv_sge s = {
-		.addr = (uint64_t)(uintptr_t)(rmem + ((size_t)qi * RBUF_N + k) *
-			RBUF_SZ),
-		.length = RBUF_SZ, .lkey = droce_mr_lkey(rmr),
+		.addr = (uint64_t)(uintptr_t)(rmem + ((size_t)qi * rbuf_n + k) *
+			rbuf_sz),
+		.length = rbuf_sz, .lkey = droce_mr_lkey(rmr),
 	};
 	struct ibv_recv_wr wr = { .wr_id = (uint64_t)qi << 32 | k,
 		.sg_list = &s, .num_sge = 1 }, *bad;
@@ -1420,9 +1452,9 @@ server_poll(struct worker *w)
 			}
 			if (wc[k].opcode == IBV_WC_RECV && opt.verify &&
 					(wc[k].byte_len != cur.size ||
-					cur.size > RBUF_SZ ||
-					memcmp(rmem + ((size_t)qi * RBUF_N + b) *
-					RBUF_SZ, expect + (size_t)qi * RBUF_SZ,
+					cur.size > rbuf_sz ||
+					memcmp(rmem + ((size_t)qi * rbuf_n + b) *
+					rbuf_sz, expect + (size_t)qi * rbuf_sz,
 					cur.size) != 0))
 				count_add(&w->recv_bad, 1);
 			count_add(&w->recv_count, 1);
@@ -1490,14 +1522,19 @@ server_loop(void)
 {
 	uint32_t i, k;
 
-	rmem = aligned_alloc(4096, (size_t)opt.nqp * RBUF_N * RBUF_SZ);
-	rmr = droce_mr_reg(pd, rmem, (size_t)opt.nqp * RBUF_N * RBUF_SZ,
+	if (peer.max_send > rbuf_sz)
+		rbuf_sz = RTE_ALIGN_CEIL(peer.max_send, 4096u);
+	while (rbuf_n > RBUF_MIN_N &&
+			(size_t)opt.nqp * rbuf_n * rbuf_sz > RBUF_BUDGET)
+		rbuf_n /= 2;
+	rmem = aligned_alloc(4096, (size_t)opt.nqp * rbuf_n * rbuf_sz);
+	rmr = droce_mr_reg(pd, rmem, (size_t)opt.nqp * rbuf_n * rbuf_sz,
 		(uint64_t)(uintptr_t)rmem, IBV_ACCESS_LOCAL_WRITE);
-	expect = malloc((size_t)opt.nqp * RBUF_SZ);
+	expect = malloc((size_t)opt.nqp * rbuf_sz);
 	if (rmem == NULL || rmr == NULL || expect == NULL)
 		return -1;
 	for (i = 0; i < opt.nqp; i++)
-		for (k = 0; k < RBUF_N; k++)
+		for (k = 0; k < rbuf_n; k++)
 			post_recv_buf(&workers[0], i, k);
 	worker_job = server_job;
 	for (i = 1; i < opt.cores; i++)
@@ -1521,8 +1558,8 @@ server_loop(void)
 			if (c.op == OP_FADD || c.op == OP_CSWAP)
 				cur.size = 8;
 			reset_counters();
-			for (i = 0; i < opt.nqp && cur.size <= RBUF_SZ; i++)
-				pattern(expect + (size_t)i * RBUF_SZ, cur.size,
+			for (i = 0; i < opt.nqp && cur.size <= rbuf_sz; i++)
+				pattern(expect + (size_t)i * rbuf_sz, cur.size,
 					cur.seed + i);
 			for (i = 0; i < opt.nqp; i++) {
 				if (c.op == OP_READ)

@@ -19,6 +19,7 @@ struct perf_info {
 	uint64_t addr;
 	uint32_t rkey;
 	uint32_t ipv4;
+	uint32_t max_send;	/* the client's largest SEND: receive buffers */
 	uint8_t ipv6[16];
 	uint8_t mac[6];
 	uint8_t pad[2];
