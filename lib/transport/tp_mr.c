@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "tp_internal.h"
@@ -60,6 +61,46 @@ key_find(struct droce_dev *dev, uint32_t key)
 	return k;
 }
 
+/* Whether this kernel has MADV_POPULATE_* (5.14 and later): -1 unknown. */
+static int populate_ok = -1;
+
+/*
+ * Fault the region in now, writable where the MR may be written, as a
+ * kernel provider's pinning does: the data path must not stop on a page
+ * fault at the first WRITE into a page, nor die on memory that is not
+ * there. Returns 0 or EFAULT (part of the range is not mapped, or cannot
+ * be pinned as asked: not writable for a writable MR, or device memory;
+ * rxe's answer too). On kernels without MADV_POPULATE_* the region is
+ * let through and the data path faults it in as before.
+ */
+static int
+mr_populate(void *addr, size_t len, unsigned int access)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(pg - 1);
+	uintptr_t end = ((uintptr_t)addr + len + pg - 1) & ~(pg - 1);
+	int adv = (access & IBV_ACCESS_LOCAL_WRITE) ? MADV_POPULATE_WRITE :
+		MADV_POPULATE_READ;
+
+	if (len == 0)
+		return 0;
+	if (end < start)
+		return EFAULT;
+	if (populate_ok < 0) {
+		/* this stack frame's page is surely mapped and readable:
+		 * only an unknown advice fails here */
+		uintptr_t here = (uintptr_t)&pg & ~(pg - 1);
+
+		populate_ok = madvise((void *)here, pg, MADV_POPULATE_READ) == 0;
+	}
+	if (!populate_ok || madvise((void *)start, end - start, adv) == 0)
+		return 0;
+	/* ENOMEM: not mapped; EFAULT: would SIGSEGV/SIGBUS; EINVAL: the
+	 * mapping's permissions or kind do not allow it */
+	return errno == EFAULT || errno == ENOMEM || errno == EINVAL ?
+		EFAULT : 0;
+}
+
 struct droce_mr *
 droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 		unsigned int access)
@@ -67,6 +108,7 @@ droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 	struct droce_dev *dev = pd->dev;
 	struct droce_mr *mr;
 	uint32_t key;
+	int rc;
 
 	/* Remote write or atomic needs local write (IBTA 10.6.3.1). */
 	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
@@ -74,6 +116,11 @@ droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 			len > dev->lim.max_mr_size ||
 			(addr == NULL && len != 0)) {
 		errno = EINVAL;
+		return NULL;
+	}
+	rc = mr_populate(addr, len, access);
+	if (rc != 0) {
+		errno = rc;
 		return NULL;
 	}
 	mr = calloc(1, sizeof(*mr));

@@ -18,7 +18,10 @@
  *  - ibv_cq_ex: start/next/end_poll and the read_* accessors; ENOENT;
  *  - async events: SRQ limit through ibv_get_async_event (async_fd polled);
  *  - MR access rules; a bad rkey completes with REM_ACCESS_ERR and flushes
- *    what follows.
+ *    what follows;
+ *  - ibv_reg_mr faults the region in (as a kernel provider pins it) and
+ *    refuses, with EFAULT, memory that is not mapped or, for a writable
+ *    MR, not writable.
  */
 
 #include <errno.h>
@@ -30,6 +33,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <sys/mman.h>
 
 #include <infiniband/verbs.h>
 
@@ -496,6 +500,63 @@ test_errors(struct ibv_qp *a, struct ibv_qp *b, struct ibv_cq *cqa)
 	(void)b;
 }
 
+/* Pages of [p, p + len) resident in memory. */
+static size_t
+resident(void *p, size_t len)
+{
+	unsigned char v[64];
+	size_t i, n = len / 4096, r = 0;
+
+	if (n > sizeof(v) || mincore(p, len, v) != 0)
+		return (size_t)-1;
+	for (i = 0; i < n; i++)
+		r += v[i] & 1;
+	return r;
+}
+
+static void
+test_reg_mr_memory(void)
+{
+	const size_t len = 16 * 4096;
+	struct ibv_mr *m;
+	uint8_t *p;
+
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+		-1, 0);
+	CHECK(p != MAP_FAILED && resident(p, len) == 0,
+		"a fresh anonymous mapping has no page in memory");
+	m = ibv_reg_mr(pd, p, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	CHECK(m != NULL && resident(p, len) == 16,
+		"ibv_reg_mr faults in all 16 pages (%zu resident)", resident(p, len));
+	if (m)
+		ibv_dereg_mr(m);
+
+	/* a hole in the middle */
+	munmap(p + 8 * 4096, 4096);
+	errno = 0;
+	m = ibv_reg_mr(pd, p, len, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(m == NULL && errno == EFAULT,
+		"ibv_reg_mr over an unmapped page: EFAULT (%s)", strerror(errno));
+	m = ibv_reg_mr(pd, p, 8 * 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(m != NULL, "the mapped half registers");
+	if (m)
+		ibv_dereg_mr(m);
+
+	/* read-only memory: a read-only MR, never a writable one */
+	mprotect(p, 8 * 4096, PROT_READ);
+	errno = 0;
+	m = ibv_reg_mr(pd, p, 8 * 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(m == NULL && errno == EFAULT,
+		"a writable MR over read-only memory: EFAULT (%s)", strerror(errno));
+	if (m)
+		ibv_dereg_mr(m);
+	m = ibv_reg_mr(pd, p + 4096, 4096, IBV_ACCESS_REMOTE_READ);
+	CHECK(m != NULL, "a remote-read MR over read-only memory registers");
+	if (m)
+		ibv_dereg_mr(m);
+	munmap(p, len);
+}
+
 int
 main(void)
 {
@@ -547,6 +608,7 @@ main(void)
 	drain(cqa);
 	test_errors(a, b, cqa);
 	drain(cqa);
+	test_reg_mr_memory();
 	/* a is in ERR now: reset and reuse the others */
 	ibv_destroy_qp(a);
 	a = make_qp(cqa, cqa, NULL);
