@@ -415,6 +415,14 @@ parse_args(int argc, char **argv)
 		fprintf(stderr, "droce-perf: --lat runs on one core\n");
 		return -1;
 	}
+	/* a 5-bit field in the QP: refused here, not as an EINVAL from
+	 * modify QP after the peers have connected */
+	if (opt.timeout < 0 || opt.timeout > 31) {
+		fprintf(stderr, "droce-perf: --timeout %d: the local ACK timeout "
+			"is an exponent, 0 to 31 (4.096 us x 2^N; 0: none)\n",
+			opt.timeout);
+		return -1;
+	}
 	/* a window needs a signaled WR in it, or it never reopens */
 	if (opt.lat)
 		opt.cq_mod = 1;
@@ -581,21 +589,25 @@ connect_qps(void)
 		a.rq_psn = peer.psn[i];
 		a.max_dest_rd_atomic = (uint8_t)max_rd;
 		a.min_rnr_timer = 12;
-		rc |= droce_qp_modify(qp[i], &a, IBV_QP_STATE | IBV_QP_AV |
-			IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER, &av);
+		if (rc == 0)
+			rc = droce_qp_modify(qp[i], &a, IBV_QP_STATE |
+				IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER, &av);
 		a.qp_state = IBV_QPS_RTS;
 		a.sq_psn = me.psn[i];
 		a.timeout = (uint8_t)opt.timeout;
 		a.retry_cnt = 7;
 		a.rnr_retry = 7;
 		a.max_rd_atomic = (uint8_t)opt.outs;
-		rc |= droce_qp_modify(qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC, NULL);
+		if (rc == 0)
+			rc = droce_qp_modify(qp[i], &a, IBV_QP_STATE |
+				IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC, NULL);
 		droce_port_unlock(port, q);
 		if (rc) {
-			fprintf(stderr, "droce-perf: modify QP: %d\n", rc);
+			fprintf(stderr, "droce-perf: modify QP %u to RTS: %s\n",
+				i, strerror(-rc));
 			return -1;
 		}
 	}
