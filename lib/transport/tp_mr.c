@@ -64,14 +64,32 @@ key_find(struct droce_dev *dev, uint32_t key)
 /* Whether this kernel has MADV_POPULATE_* (5.14 and later): -1 unknown. */
 static int populate_ok = -1;
 
+/* Whether every page of [start, end) is mapped (mincore: ENOMEM if not). */
+static int
+range_mapped(uintptr_t start, uintptr_t end, uintptr_t pg)
+{
+	unsigned char v[4096];
+	uintptr_t a, n;
+
+	for (a = start; a < end; a += n * pg) {
+		n = (end - a) / pg;
+		if (n > sizeof(v))
+			n = sizeof(v);
+		if (mincore((void *)a, n * pg, v) != 0)
+			return 0;
+	}
+	return 1;
+}
+
 /*
  * Fault the region in now, writable where the MR may be written, as a
  * kernel provider's pinning does: the data path must not stop on a page
  * fault at the first WRITE into a page, nor die on memory that is not
- * there. Returns 0 or EFAULT (part of the range is not mapped, or cannot
+ * there. Returns 0, EFAULT (part of the range is not mapped, or cannot
  * be pinned as asked: not writable for a writable MR, or device memory;
- * rxe's answer too). On kernels without MADV_POPULATE_* the region is
- * let through and the data path faults it in as before.
+ * rxe's answer too) or ENOMEM (no memory to back it). On kernels without
+ * MADV_POPULATE_* the region is let through and the data path faults it
+ * in as before.
  */
 static int
 mr_populate(void *addr, size_t len, unsigned int access)
@@ -95,10 +113,12 @@ mr_populate(void *addr, size_t len, unsigned int access)
 	}
 	if (!populate_ok || madvise((void *)start, end - start, adv) == 0)
 		return 0;
-	/* ENOMEM: not mapped; EFAULT: would SIGSEGV/SIGBUS; EINVAL: the
-	 * mapping's permissions or kind do not allow it */
-	return errno == EFAULT || errno == ENOMEM || errno == EINVAL ?
-		EFAULT : 0;
+	/* ENOMEM: a hole in the range, or out of memory; EFAULT: would
+	 * SIGSEGV/SIGBUS; EINVAL: the mapping's permissions or kind do not
+	 * allow it */
+	if (errno == ENOMEM)
+		return range_mapped(start, end, pg) ? ENOMEM : EFAULT;
+	return errno == EFAULT || errno == EINVAL ? EFAULT : 0;
 }
 
 struct droce_mr *
