@@ -606,7 +606,7 @@ connect_qps(void)
 				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC, NULL);
 		droce_port_unlock(port, q);
 		if (rc) {
-			fprintf(stderr, "droce-perf: modify QP %u to RTS: %s\n",
+			fprintf(stderr, "droce-perf: modify QP %u (INIT, RTR, RTS): %s\n",
 				i, strerror(-rc));
 			return -1;
 		}
