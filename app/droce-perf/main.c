@@ -508,8 +508,11 @@ setup(void)
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = 256;
 	for (i = 0; i < opt.nqp; i++) {
+		/* progress may run already: hold the queue it walks */
+		droce_port_lock(port, i % opt.queues);
 		qp[i] = droce_qp_create(pd, &ia, cq[i % opt.queues],
 			cq[i % opt.queues], NULL);
+		droce_port_unlock(port, i % opt.queues);
 		if (qp[i] == NULL) {
 			fprintf(stderr, "droce-perf: QP: %s\n", strerror(errno));
 			return -1;

@@ -16,10 +16,6 @@
 
 #include "droce_wire.h"
 
-uint32_t droce_crc32_update_sw(uint32_t crc, const void *data, size_t len);
-const char *droce_crc32_engine(void);
-int droce_crc32_set_engine(const char *name);
-
 static double
 now_s(void)
 {

@@ -4,11 +4,8 @@
 
 /*
  * droce's libibverbs.so.1, first part: devices, contexts and the queries.
- * Devices come from droce's configuration (environment or DROCE_CONF's
- * file, see verbs_port.c), not from the kernel:
- *   DROCE_NAME  device name (droce0)      DROCE_MAC   port MAC (default
- *   DROCE_IPV4  port IPv4 address                     02:00 + the IPv4)
- *   DROCE_MTU   Ethernet MTU (1500)
+ * Devices come from droce's configuration (droce_conf.h: DROCE_NAME,
+ * DROCE_MAC, DROCE_IPV4, DROCE_MTU, ...), not from the kernel.
  * Nothing here starts DPDK: ibv_devices and ibv_devinfo need none.
  */
 
@@ -21,7 +18,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "verbs_internal.h"
+#include "attach.h"
 
 /* The private rdma-core call ibv_devinfo imports (IBVERBS_PRIVATE_34). */
 enum { DV_GID_TYPE_ROCE_V1 = 0, DV_GID_TYPE_ROCE_V2 = 1 };
@@ -39,52 +36,31 @@ static struct dv_device *devices;
 static int nb_devices;
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 
-static int
-parse_mac(const char *s, uint8_t mac[6])
-{
-	unsigned int b[6];
-	int i;
-
-	if (s == NULL || sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2],
-			&b[3], &b[4], &b[5]) != 6)
-		return -1;
-	for (i = 0; i < 6; i++)
-		mac[i] = (uint8_t)b[i];
-	return 0;
-}
-
-const char *dv_conf_get(const char *key);
-
 static void
 devices_init(void)
 {
 	struct dv_device *d = calloc(1, sizeof(*d));
-	const char *name = dv_conf_get("DROCE_NAME");
-	const char *ip = dv_conf_get("DROCE_IPV4");
-	const char *mtu = dv_conf_get("DROCE_MTU");
-	struct in_addr a;
 	uint8_t *g;
 
 	if (d == NULL)
 		return;
-	if (ip != NULL && inet_pton(AF_INET, ip, &a) == 1)
-		d->ipv4 = ntohl(a.s_addr);
-	if (parse_mac(dv_conf_get("DROCE_MAC"), d->mac) != 0) {
-		/* locally administered, unique per address */
-		uint32_t v4 = d->ipv4 ? d->ipv4 : 1;
+	char path[108], err[640];
 
-		d->mac[0] = 0x02;
-		d->mac[1] = 0x00;
-		d->mac[2] = (uint8_t)(v4 >> 24);
-		d->mac[3] = (uint8_t)(v4 >> 16);
-		d->mac[4] = (uint8_t)(v4 >> 8);
-		d->mac[5] = (uint8_t)v4;
+	/* A configuration mistake is said once, here, and the device is
+	 * listed but does not open: no defaults in place of what was asked,
+	 * no daemon asked either. */
+	if (droce_conf_check(err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		d->conf_bad = 1;
 	}
-	d->mtu = mtu ? (uint32_t)atoi(mtu) : 1500;
-	dv_conf_load(d);
+	droce_conf_load(&d->conf);
 	pthread_mutex_init(&d->lock, NULL);
-	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s",
-		name ? name : "droce0");
+	devices = d;
+	/* attached: droced says what the device is; unreachable, none */
+	if (!d->conf_bad && da_daemon_path(path, sizeof(path)) != NULL &&
+			da_dev_probe(d, path) != 0)
+		return;
+	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", d->conf.name);
 	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs-%.48s",
 		d->ibdev.name);
 	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
@@ -93,21 +69,23 @@ devices_init(void)
 		"/nonexistent/droce/%.48s", d->ibdev.name);
 	d->ibdev.node_type = IBV_NODE_CA;
 	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	if (d->att != NULL)
+		goto guid;	/* the daemon's GID table (da_dev_probe) */
 	/* GID table as rxe lays it out: link-local at 0, IPv4-mapped at 1;
 	 * droce puts a configured IPv6 address at 2 */
-	droce_gid_link_local(d->gids[0].gid, d->mac);
+	droce_gid_link_local(d->gids[0].gid, d->conf.mac);
 	d->gids[0].valid = 1;
-	if (d->ipv4) {
-		droce_gid_from_ipv4(d->gids[1].gid, d->ipv4);
+	if (d->conf.ipv4) {
+		droce_gid_from_ipv4(d->gids[1].gid, d->conf.ipv4);
 		d->gids[1].valid = 1;
 	}
 	if (d->conf.has_ipv6) {
 		memcpy(d->gids[2].gid, d->conf.ipv6, 16);
 		d->gids[2].valid = 1;
 	}
+guid:
 	g = d->gids[0].gid + 8;		/* node GUID = EUI-64 of the MAC */
 	memcpy(&d->guid, g, 8);
-	devices = d;
 	nb_devices = 1;
 }
 
@@ -163,10 +141,12 @@ dv_query_port(struct ibv_context *ctx, uint8_t port, struct ibv_port_attr *a,
 
 	if (port != 1)
 		return EINVAL;
+	if (dv_ctx(ctx)->att != NULL)
+		return da_query_port(ctx, a, len);
 	memset(&pa, 0, sizeof(pa));
 	pa.state = IBV_PORT_ACTIVE;
 	pa.max_mtu = IBV_MTU_4096;
-	pa.active_mtu = (enum ibv_mtu)droce_eth_mtu_to_path_mtu(d->mtu);
+	pa.active_mtu = (enum ibv_mtu)droce_eth_mtu_to_path_mtu(d->conf.mtu);
 	pa.gid_tbl_len = DROCE_MAX_GIDS;
 	pa.port_cap_flags = IBV_PORT_CM_SUP;
 	pa.max_msg_sz = 1u << 31;
@@ -201,7 +181,19 @@ ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 {
 	struct dv_device *d = dev_of(ctx);
 	struct droce_dev_limits lim;
+	int rc;
 
+	if (dv_ctx(ctx)->att != NULL) {
+		rc = da_query_device(ctx, a);
+		if (rc != 0)
+			return rc;
+		/* what droced leaves to the device's driver */
+		snprintf(a->fw_ver, sizeof(a->fw_ver), "droce-0.1 droced");
+		a->vendor_id = DV_VENDOR_ID;
+		a->vendor_part_id = DV_VENDOR_PART;
+		a->hw_ver = 0;
+		return 0;
+	}
 	droce_dev_default_limits(&lim);
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "droce-0.1");
@@ -232,6 +224,9 @@ ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 	a->max_srq = (int)lim.max_srq;
 	a->max_srq_wr = (int)lim.max_srq_wr;
 	a->max_srq_sge = (int)lim.max_srq_sge;
+	a->max_mcast_grp = (int)lim.max_mcast_grp;
+	a->max_mcast_qp_attach = (int)lim.max_mcast_qp_attach;
+	a->max_total_mcast_qp_attach = (int)lim.max_total_mcast_qp_attach;
 	a->max_pkeys = 1;
 	a->phys_port_cnt = 1;
 	return 0;
@@ -305,9 +300,14 @@ ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 struct ibv_context *
 ibv_open_device(struct ibv_device *device)
 {
-	struct dv_context *c = calloc(1, sizeof(*c));
+	struct dv_context *c;
 	struct verbs_context *v;
 
+	if (((struct dv_device *)device)->conf_bad) {
+		errno = EINVAL;		/* said at ibv_get_device_list */
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -338,6 +338,24 @@ ibv_open_device(struct ibv_device *device)
 	v->context.ops.post_send = dv_post_send;
 	v->context.ops.post_recv = dv_post_recv;
 	pthread_mutex_init(&v->context.mutex, NULL);
+	if (c->dev->att != NULL) {
+		int rc = da_open(c);
+
+		if (rc != 0) {
+			dv_context_events_fini(c);
+			free(c);
+			errno = rc;
+			return NULL;
+		}
+		v->context.ops.alloc_mw = da_alloc_mw;
+		v->context.ops.bind_mw = da_bind_mw;
+		v->context.ops.dealloc_mw = da_dealloc_mw;
+		v->context.ops.poll_cq = da_poll_cq;
+		v->context.ops.req_notify_cq = da_req_notify_cq;
+		v->context.ops.post_srq_recv = da_post_srq_recv;
+		v->context.ops.post_send = da_post_send;
+		v->context.ops.post_recv = da_post_recv;
+	}
 	return &v->context;
 }
 
@@ -346,7 +364,10 @@ ibv_close_device(struct ibv_context *context)
 {
 	struct dv_context *c = dv_ctx(context);
 
-	dv_port_put(c);
+	if (c->att != NULL)
+		da_close(c);
+	else
+		dv_port_put(c);
 	dv_context_events_fini(c);
 	free(c);
 	return 0;

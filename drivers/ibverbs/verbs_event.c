@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
-#include "verbs_internal.h"
+#include "attach.h"
 
 static void
 efd_signal(int fd)
@@ -46,8 +46,11 @@ efd_wait(int fd)
 struct ibv_comp_channel *
 ibv_create_comp_channel(struct ibv_context *context)
 {
-	struct dv_channel *c = calloc(1, sizeof(*c));
+	struct dv_channel *c;
 
+	if (da_attached(context))
+		return da_create_channel(context);
+	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		errno = ENOMEM;
 		return NULL;
@@ -76,6 +79,8 @@ ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
 	struct dv_channel *c = (struct dv_channel *)channel;
 
+	if (da_attached(channel->context))
+		return da_destroy_channel(c);
 	if (channel->refcnt)
 		return EBUSY;	/* CQs still use it */
 	close(channel->fd);
@@ -124,6 +129,8 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 	struct dv_channel *c = (struct dv_channel *)channel;
 	struct dv_cq *q;
 
+	if (da_attached(channel->context))
+		return da_get_cq_event(c, cq, cq_context);
 	if (efd_wait(channel->fd) != 0)
 		return -1;
 	pthread_mutex_lock(&c->lock);

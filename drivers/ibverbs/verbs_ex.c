@@ -18,31 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "verbs_internal.h"
+#include "attach.h"
 
 #define QPX(q) ((struct dv_qp *)(q))
-
-static uint64_t
-ops_allowed(enum ibv_qp_type t)
-{
-	uint64_t uc = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
-		IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
-		IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV |
-		IBV_QP_EX_WITH_SEND_WITH_INV;
-
-	switch (t) {
-	case IBV_QPT_RC:
-		return uc | IBV_QP_EX_WITH_RDMA_READ |
-			IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-			IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
-	case IBV_QPT_UC:
-		return uc;
-	case IBV_QPT_UD:
-		return IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM;
-	default:
-		return 0;
-	}
-}
 
 static struct ibv_send_wr *
 wr_new(struct dv_qp *qp, enum ibv_wr_opcode op, uint64_t need)
@@ -311,7 +289,10 @@ wr_complete(struct ibv_qp_ex *q)
 	struct ibv_send_wr *bad;
 	int rc = qp->wr_err;
 
-	if (rc == 0 && qp->nwr > 0) {
+	if (rc == 0 && qp->nwr > 0 && qp->ctx->att != NULL) {
+		qp->wrs[qp->nwr - 1].next = NULL;
+		rc = da_post_send_all(qp, qp->wrs, &bad);
+	} else if (rc == 0 && qp->nwr > 0) {
 		qp->wrs[qp->nwr - 1].next = NULL;
 		droce_port_lock_driving(port, qp->q);
 		rc = droce_qp_post_send_all(qp->tqp, qp->wrs, &bad);
@@ -341,15 +322,18 @@ dv_qp_ex_setup(struct dv_qp *qp, uint64_t send_ops)
 	struct ibv_qp_init_attr init;
 	uint32_t cap;
 
-	if (send_ops & ~ops_allowed(qp->ex.qp_base.qp_type)) {
+	if (send_ops & ~droce_qp_type_send_ops(qp->ex.qp_base.qp_type)) {
 		errno = EOPNOTSUPP;	/* ibv_wr_post(3): creation fails */
 		return -1;
 	}
-	if (droce_qp_query(qp->tqp, &a, 0, &init) != 0) {
+	if (qp->ctx->att != NULL) {
+		cap = qp->sq.size;	/* what the ring takes */
+	} else if (droce_qp_query(qp->tqp, &a, 0, &init) != 0) {
 		errno = EINVAL;
 		return -1;
+	} else {
+		cap = init.cap.max_send_wr;
 	}
-	cap = init.cap.max_send_wr;
 	if (qp->max_sge == 0)
 		qp->max_sge = 1;
 	qp->cap = cap;

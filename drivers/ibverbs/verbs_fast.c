@@ -10,7 +10,7 @@
 
 #include <errno.h>
 
-#include "verbs_internal.h"
+#include "attach.h"
 
 static inline struct droce_port *
 port_of(struct dv_context *ctx)
@@ -92,6 +92,8 @@ dv_cq_take(struct dv_cq *cq, struct ibv_wc *wc, int n)
 
 	int i, drained = 0;
 
+	if (cq->ctx->att != NULL)
+		return da_cq_take(cq, wc, n);
 	droce_port_lock_driving(port, cq->q);
 	droce_port_progress_locked(port, cq->q);
 	got = droce_cq_poll(cq->tcq, wc, n);

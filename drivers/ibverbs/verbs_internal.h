@@ -23,32 +23,22 @@
 #include <infiniband/verbs.h>
 
 #include "droce.h"
+#include "droce_chan.h"
+#include "droce_conf.h"
 #include "droce_transport.h"
 
 #define DV_ASYNC_RING 64
 #define DV_CQ_BATCH 32
 
-/* Configuration of a device: environment first, then DROCE_CONF's file. */
-struct dv_conf {
-	char devargs[256];
-	char eal[512];
-	char fault[128];
-	char fault_tx[128];
-	char neigh[512];
-	uint32_t queues;
-	uint32_t zc_min;	/* DROCE_ZERO_COPY: DROCE_ZC_* or bytes */
-	uint8_t ipv6[16];
-	int has_ipv6;
-};
+struct da_dev;
+struct da_ctx;
 
 struct dv_device {
 	struct ibv_device ibdev;
-	uint8_t mac[6];
-	uint32_t ipv4;
-	uint32_t mtu;
+	/* its keys (droce_conf.h): name, addresses, the DPDK device */
+	struct droce_conf conf;
 	struct droce_gid_entry gids[DROCE_MAX_GIDS];
 	uint64_t guid;		/* network order, as ibv_get_device_guid */
-	struct dv_conf conf;
 	/* the data path, started at the first object that needs it */
 	pthread_mutex_t lock;
 	struct droce_port *port;
@@ -56,11 +46,17 @@ struct dv_device {
 	uint32_t nb_queues;
 	uint32_t next_queue;
 	int users;		/* contexts using the port */
+	/* attached to droced (attach_ctl.c): its socket and what HELLO
+	 * said; NULL in process */
+	struct da_dev *att;
+	/* droce_conf_check refused the configuration: opens fail (EINVAL) */
+	int conf_bad;
 };
 
 struct dv_context {
 	struct verbs_context vctx;	/* ends with struct ibv_context */
 	struct dv_device *dev;
+	struct da_ctx *att;		/* attached: the session; else NULL */
 	int uses_port;
 	/* async events: a ring behind an eventfd (context.async_fd) */
 	pthread_mutex_t async_lock;
@@ -71,6 +67,15 @@ struct dv_context {
 struct dv_pd {
 	struct ibv_pd pd;
 	struct droce_pd *tpd;
+	uint32_t handle;		/* attached: the daemon's */
+};
+
+/* Attached: a work queue's ring in the shared region (droce_chan.h). */
+struct da_wq {
+	pthread_spinlock_t lock;
+	struct droce_chan_wq *sh;
+	uint8_t *slots;
+	uint32_t size, slot, prod;
 };
 
 /* A completion channel: an eventfd and the CQs that fired, in order. */
@@ -79,6 +84,10 @@ struct dv_channel {
 	pthread_mutex_t lock;
 	struct dv_cq **fired;
 	uint32_t head, tail, cap;
+	/* attached: the daemon's channel and the CQs it serves */
+	uint32_t handle;
+	struct dv_cq **cqs;
+	uint32_t ncqs, cqs_cap;
 };
 
 struct dv_cq {
@@ -91,6 +100,13 @@ struct dv_cq {
 	/* ibv_cq_ex polling: completions taken from the CQ, not yet read */
 	struct ibv_wc batch[DV_CQ_BATCH];
 	int nbatch, cur;
+	/* attached: the daemon's ring (it writes prod, we cons and arm) */
+	uint32_t handle;
+	pthread_spinlock_t lock;
+	struct droce_chan_cq *sh;
+	struct ibv_wc *wc;
+	uint32_t size;
+	uint32_t events_seen;		/* firings of sh->events reported */
 };
 
 struct dv_srq {
@@ -98,6 +114,9 @@ struct dv_srq {
 	struct droce_srq *tsrq;
 	struct dv_context *ctx;
 	uint32_t q;
+	/* attached */
+	uint32_t handle, max_sge;
+	struct da_wq rq;
 };
 
 struct dv_qp {
@@ -114,6 +133,11 @@ struct dv_qp {
 	uint8_t *inl;			/* max_inline per WR */
 	uint32_t nwr, cap, max_sge, max_inline;
 	int wr_err;
+	/* attached: rings, capacities and what a WQE may be */
+	uint32_t handle, max_recv_sge;
+	uint64_t type_ops;		/* droce_qp_type_send_ops */
+	uint32_t ud_max_len;		/* UD: one packet */
+	struct da_wq sq, rq;
 };
 
 static inline struct dv_context *
@@ -133,7 +157,6 @@ int dv_query_port(struct ibv_context *ctx, uint8_t port,
 		struct ibv_port_attr *a, size_t len);
 
 /* verbs_port.c: the data path behind a device */
-int dv_conf_load(struct dv_device *d);
 int dv_port_get(struct dv_context *ctx);
 void dv_port_put(struct dv_context *ctx);
 int dv_resolve(struct dv_context *ctx, const struct ibv_ah_attr *ah,

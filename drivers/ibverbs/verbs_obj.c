@@ -15,7 +15,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "verbs_internal.h"
+#include "droce_verbs.h"
+#include "attach.h"
 
 /* ---- protection domains ---- */
 
@@ -24,8 +25,11 @@ ibv_alloc_pd(struct ibv_context *context)
 {
 	struct dv_context *ctx = dv_ctx(context);
 	struct dv_pd *pd;
-	int rc = dv_port_get(ctx);
+	int rc;
 
+	if (ctx->att != NULL)
+		return da_alloc_pd(context);
+	rc = dv_port_get(ctx);
 	if (rc) {
 		errno = rc;
 		return NULL;
@@ -48,8 +52,11 @@ int
 ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct dv_pd *pd = dv_pd(ibpd);
-	int rc = droce_pd_dealloc(pd->tpd);
+	int rc;
 
+	if (da_attached(ibpd->context))
+		return da_dealloc_pd(pd);
+	rc = droce_pd_dealloc(pd->tpd);
 	if (rc)
 		return -rc;
 	free(pd);
@@ -76,6 +83,9 @@ reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (da_attached(ibpd->context))
+		return da_reg_mr(ibpd, addr, length, iova,
+			access & ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING);
 	mr = droce_mr_reg(dv_pd(ibpd)->tpd, addr, length, iova,
 		access & ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING);
 	if (mr == NULL)
@@ -118,6 +128,8 @@ ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 int
 ibv_dereg_mr(struct ibv_mr *mr)
 {
+	if (da_attached(mr->context))
+		return da_dereg_mr(mr);
 	return -droce_mr_dereg(droce_mr_from_ibv(mr));
 }
 
@@ -191,8 +203,11 @@ dv_cq_create(struct ibv_context *context, int cqe, void *cq_context,
 	struct dv_context *ctx = dv_ctx(context);
 	struct dv_device *d = ctx->dev;
 	struct dv_cq *cq;
-	int rc = dv_port_get(ctx);
+	int rc;
 
+	if (ctx->att != NULL)
+		return da_cq_create(context, cqe, cq_context, channel, 0);
+	rc = dv_port_get(ctx);
 	if (rc) {
 		errno = rc;
 		return NULL;
@@ -265,6 +280,8 @@ ibv_destroy_cq(struct ibv_cq *ibcq)
 	struct droce_port *port = cq->ctx->dev->port;
 	int rc;
 
+	if (cq->ctx->att != NULL)
+		return da_destroy_cq(cq);
 	droce_port_lock(port, cq->q);
 	rc = droce_cq_destroy(cq->tcq);
 	droce_port_unlock(port, cq->q);
@@ -303,6 +320,8 @@ dv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
 		errno = EOPNOTSUPP;	/* XRC and tag matching */
 		return NULL;
 	}
+	if (ctx->att != NULL)
+		return da_create_srq(context, attr);
 	srq = calloc(1, sizeof(*srq));
 	if (srq == NULL) {
 		errno = ENOMEM;
@@ -354,6 +373,8 @@ ibv_modify_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr, int mask)
 	struct droce_port *port = srq->ctx->dev->port;
 	int rc;
 
+	if (srq->ctx->att != NULL)
+		return da_modify_srq(srq, attr, mask);
 	droce_port_lock(port, srq->q);
 	rc = droce_srq_modify(srq->tsrq, attr, mask);
 	droce_port_unlock(port, srq->q);
@@ -367,6 +388,8 @@ ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
 	struct droce_port *port = srq->ctx->dev->port;
 	int rc;
 
+	if (srq->ctx->att != NULL)
+		return da_query_srq(srq, attr);
 	droce_port_lock(port, srq->q);
 	rc = droce_srq_query(srq->tsrq, attr);
 	droce_port_unlock(port, srq->q);
@@ -380,6 +403,8 @@ ibv_destroy_srq(struct ibv_srq *ibsrq)
 	struct droce_port *port = srq->ctx->dev->port;
 	int rc;
 
+	if (srq->ctx->att != NULL)
+		return da_destroy_srq(srq);
 	droce_port_lock(port, srq->q);
 	rc = droce_srq_destroy(srq->tsrq);
 	droce_port_unlock(port, srq->q);
@@ -439,8 +464,21 @@ qp_place(struct dv_context *ctx, struct dv_cq *scq, struct dv_cq *rcq,
 	return EINVAL;
 }
 
-struct ibv_qp *
-dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+/* The GSI QP's CQs must be on the queue that owns QPN 1. */
+static int
+gsi_place(struct dv_context *ctx, struct dv_cq *scq, struct dv_cq *rcq)
+{
+	uint32_t q = droce_qpn_queue(ctx->dev->tdev, 1);
+
+	if (droce_cq_move(scq->tcq, q) != 0 || droce_cq_move(rcq->tcq, q) != 0)
+		return EINVAL;
+	scq->q = rcq->q = q;
+	return 0;
+}
+
+static struct ibv_qp *
+create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
+		int gsi)
 {
 	struct dv_context *ctx = dv_ctx(context);
 	uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
@@ -472,8 +510,10 @@ dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (ctx->att != NULL)
+		return da_create_qp(context, attr, gsi);
 	/* One owner per QP: its CQs and SRQ must live on the same queue. */
-	if (qp_place(ctx, scq, rcq, srq) != 0) {
+	if ((gsi ? gsi_place(ctx, scq, rcq) : qp_place(ctx, scq, rcq, srq)) != 0) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -487,8 +527,12 @@ dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 	ia.qp_type = attr->qp_type;
 	ia.cap = attr->cap;
 	ia.sq_sig_all = attr->sq_sig_all;
-	qp->tqp = droce_qp_create(dv_pd(attr->pd)->tpd, &ia, scq->tcq, rcq->tcq,
-		srq ? srq->tsrq : NULL);
+	/* the queue's QP list grows: its progress must not be walking it */
+	droce_port_lock(ctx->dev->port, scq->q);
+	qp->tqp = gsi ? droce_qp_create_gsi(dv_pd(attr->pd)->tpd, &ia,
+		scq->tcq, rcq->tcq) : droce_qp_create(dv_pd(attr->pd)->tpd, &ia,
+		scq->tcq, rcq->tcq, srq ? srq->tsrq : NULL);
+	droce_port_unlock(ctx->dev->port, scq->q);
 	if (qp->tqp == NULL) {
 		free(qp);
 		return NULL;
@@ -515,7 +559,9 @@ dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 			dv_qp_ex_setup(qp, attr->send_ops_flags) != 0) {
 		int e = errno;
 
+		droce_port_lock(ctx->dev->port, qp->q);
 		droce_qp_destroy(qp->tqp);
+		droce_port_unlock(ctx->dev->port, qp->q);
 		free(qp);
 		errno = e;
 		return NULL;
@@ -524,7 +570,14 @@ dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
 }
 
 struct ibv_qp *
-ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+dv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	return create_qp(context, attr, 0);
+}
+
+/* ibv_create_qp's attributes as the extended ones */
+static struct ibv_qp *
+create_qp_basic(struct ibv_pd *pd, struct ibv_qp_init_attr *attr, int gsi)
 {
 	struct ibv_qp_init_attr_ex ax;
 	struct ibv_qp *qp;
@@ -539,10 +592,53 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 	ax.sq_sig_all = attr->sq_sig_all;
 	ax.comp_mask = IBV_QP_INIT_ATTR_PD;
 	ax.pd = pd;
-	qp = dv_create_qp_ex(pd->context, &ax);
+	qp = create_qp(pd->context, &ax, gsi);
 	if (qp != NULL)
 		attr->cap = ax.cap;
 	return qp;
+}
+
+/*
+ * droce's own entry for its librdmacm: the port's GSI QP (QPN 1, UD),
+ * which carries the connection manager's MADs. NULL and errno (EBUSY: the
+ * process has it already).
+ */
+struct ibv_qp *
+droce_create_gsi_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	if (pd == NULL || attr == NULL || attr->qp_type != IBV_QPT_UD ||
+			attr->srq != NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return create_qp_basic(pd, attr, 1);
+}
+
+/*
+ * droce's own entry for its librdmacm: the MAC behind a GID on the
+ * context's port (ARP or ND), waiting up to timeout_ms. 0 or an errno.
+ */
+int
+droce_resolve_gid(struct ibv_context *context, const uint8_t gid[16],
+		uint32_t timeout_ms)
+{
+	struct dv_context *ctx = dv_ctx(context);
+	uint8_t mac[6];
+	int rc;
+
+	if (ctx->att != NULL)
+		return da_resolve_gid(ctx, gid, timeout_ms);
+	rc = dv_port_get(ctx);
+	if (rc != 0)
+		return rc;
+	rc = droce_port_resolve(ctx->dev->port, gid, mac, timeout_ms);
+	return rc == 0 ? 0 : rc == -ETIMEDOUT ? ETIMEDOUT : EHOSTUNREACH;
+}
+
+struct ibv_qp *
+ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	return create_qp_basic(pd, attr, 0);
 }
 
 struct ibv_qp_ex *
@@ -553,6 +649,15 @@ ibv_qp_to_qp_ex(struct ibv_qp *ibqp)
 	return qp->is_ex ? &qp->ex : NULL;
 }
 
+/* DROCE_DEBUG (droce_conf.h): set and not 0 */
+static int
+debug_on(void)
+{
+	const char *v = droce_conf_get("DROCE_DEBUG");
+
+	return v != NULL && v[0] != '\0' && strcmp(v, "0") != 0;
+}
+
 int
 ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 {
@@ -561,6 +666,8 @@ ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	struct droce_av av, *avp = NULL;
 	int rc;
 
+	if (qp->ctx->att != NULL)
+		return da_modify_qp(qp, attr, mask);
 	if (mask & IBV_QP_AV) {
 		/* resolving may wait for ARP: outside the queue lock */
 		rc = dv_resolve(qp->ctx, &attr->ah_attr, &av);
@@ -572,7 +679,7 @@ ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask)
 	rc = droce_qp_modify(qp->tqp, attr, mask, avp);
 	ibqp->state = droce_qp_state(qp->tqp);
 	droce_port_unlock(port, qp->q);
-	if (rc && getenv("DROCE_DEBUG"))
+	if (rc && debug_on())
 		fprintf(stderr, "droce: modify_qp %u mask %#x state %d: %s "
 			"(mtu %d rd_atomic %u dest_rd_atomic %u timeout %u "
 			"retry %u rnr_retry %u min_rnr %u access %#x)\n",
@@ -592,6 +699,8 @@ ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask,
 	struct droce_port *port = qp->ctx->dev->port;
 	int rc;
 
+	if (qp->ctx->att != NULL)
+		return da_query_qp(qp, attr, mask, init);
 	droce_port_lock(port, qp->q);
 	rc = droce_qp_query(qp->tqp, attr, mask, init);
 	droce_port_unlock(port, qp->q);
@@ -624,6 +733,8 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 	struct droce_port *port = qp->ctx->dev->port;
 	int rc;
 
+	if (qp->ctx->att != NULL)
+		return da_destroy_qp(qp);
 	droce_port_lock(port, qp->q);
 	rc = droce_qp_destroy(qp->tqp);
 	droce_port_unlock(port, qp->q);
@@ -643,8 +754,11 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	struct droce_av av;
 	struct droce_ah *ah;
 	struct ibv_ah *a;
-	int rc = dv_resolve(ctx, attr, &av);
+	int rc;
 
+	if (ctx->att != NULL)
+		return da_create_ah(pd, attr);
+	rc = dv_resolve(ctx, attr, &av);
 	if (rc) {
 		errno = rc;
 		return NULL;
@@ -661,6 +775,8 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 int
 ibv_destroy_ah(struct ibv_ah *ah)
 {
+	if (da_attached(ah->context))
+		return da_destroy_ah(ah);
 	return -droce_ah_destroy(droce_ah_from_ibv(ah));
 }
 
@@ -724,20 +840,29 @@ ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
 
 /* ---- multicast ---- */
 
+/* RoCE has no LIDs: lid is ignored, as rxe does. */
 int
-ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+ibv_attach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
-	(void)gid;
+	struct dv_qp *qp = dv_qp(ibqp);
+
 	(void)lid;
-	return EOPNOTSUPP;	/* UD multicast: not implemented */
+	if (gid == NULL)
+		return EINVAL;
+	if (qp->ctx->att != NULL)
+		return da_mcast(qp, gid, 1);
+	return -droce_port_attach_mcast(qp->ctx->dev->port, qp->tqp, gid->raw);
 }
 
 int
-ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+ibv_detach_mcast(struct ibv_qp *ibqp, const union ibv_gid *gid, uint16_t lid)
 {
-	(void)qp;
-	(void)gid;
+	struct dv_qp *qp = dv_qp(ibqp);
+
 	(void)lid;
-	return EOPNOTSUPP;
+	if (gid == NULL)
+		return EINVAL;
+	if (qp->ctx->att != NULL)
+		return da_mcast(qp, gid, 0);
+	return -droce_port_detach_mcast(qp->ctx->dev->port, qp->tqp, gid->raw);
 }

@@ -138,3 +138,52 @@ emit:
 		pkts[i] = out[i];
 	return k;
 }
+
+int
+droce_port_set_fault(struct droce_port *p, const struct droce_fault_conf *rx,
+		const struct droce_fault_conf *tx)
+{
+	rte_spinlock_lock(&p->fault_lock);
+	if (rx) {
+		p->frx.conf = *rx;
+		p->frx.rng = rx->seed ? rx->seed : 1;
+		p->frx.seen = 0;
+	}
+	if (tx) {
+		p->ftx.conf = *tx;
+		p->ftx.rng = tx->seed ? tx->seed : 2;
+		p->ftx.seen = 0;
+	}
+	rte_spinlock_unlock(&p->fault_lock);
+	return 0;
+}
+
+static void
+stats_read(const struct dp_fault *f, struct droce_fault_stats *st)
+{
+	st->dropped = f->st.dropped;
+	st->duplicated = f->st.duplicated;
+	st->reordered = f->st.reordered;
+	st->corrupted = f->st.corrupted;
+	st->delayed = f->st.delayed;
+}
+
+void
+droce_port_fault_stats(struct droce_port *p, struct droce_fault_stats *rx,
+		struct droce_fault_stats *tx)
+{
+	rte_spinlock_lock(&p->fault_lock);
+	if (rx)
+		stats_read(&p->frx, rx);
+	if (tx)
+		stats_read(&p->ftx, tx);
+	rte_spinlock_unlock(&p->fault_lock);
+}
+
+/* At close: free the frames a delay still holds. */
+void
+dp_fault_free(struct dp_fault *f)
+{
+	while (f->dq_head != f->dq_tail)
+		rte_pktmbuf_free(f->dq[f->dq_tail++ % DP_DELAY_Q]);
+}

@@ -11,12 +11,21 @@
 #include <stdint.h>
 
 #include <rte_ethdev.h>
+#include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 #include <rte_ring.h>
 #include <rte_spinlock.h>
 
 #include "droce.h"
+
+extern int droce_dp_logtype;
+#define DP_LOG(level, fmt, ...) rte_log(RTE_LOG_ ## level, droce_dp_logtype, \
+	"droce: " fmt "\n", ##__VA_ARGS__)
+
+/* DROCE_CONF's text (dp_conf.c): path NULL when unset, err why it could
+ * not be read whole (EFBIG: past 8191 bytes), else 0 */
+const char *dp_conf_file(const char **path, int *err);
 
 #define DP_BURST	32
 #define DP_MAX_QUEUES	16
@@ -66,13 +75,31 @@ struct dp_queue {
 	uint64_t rx_pkts, tx_pkts, tx_drops, handoffs, non_roce, arp;
 	uint64_t handoff_drops;		/* the owner's ring was full */
 	uint64_t zc_copied;		/* zero-copy frames copied (no mbufs) */
-	uint64_t tx_ip_csum;		/* IPv4 frames sent with the sum offloaded */
+	uint64_t ip_csum_offloaded;	/* IPv4 frames, the sum offloaded */
 	uint64_t rx_bursts, tx_bursts;	/* PMD calls that moved frames */
 	volatile int kicked;
-	volatile uint64_t app_poll_tsc;
-	/* net_af_packet's TX ring kick (tx_kick) */
-	uint64_t kick_seen, kick_until, kick_next, kicks;	/* last inline progress by the app */
+	volatile uint64_t app_poll_tsc;	/* last inline progress by the app */
+	volatile uint64_t last_tx_ns;	/* the last burst handed to the PMD */
+	/* net_af_packet's TX ring kick (dp_queue_tx_kick) */
+	uint64_t kick_seen, kick_until, kick_next, kicks;
 } __rte_cache_aligned;
+
+/* How the NIC filters what it receives (dp_filter.c). */
+enum dp_rx_filter {
+	DP_RXF_NIC_MAC = 0,	/* its unicast MAC filter, not promiscuous */
+	DP_RXF_PROMISC,		/* promiscuous: the transport filters alone */
+	DP_RXF_FLOW,		/* rte_flow rules by MAC, IP and UDP port */
+};
+#define DP_MAX_FLOWS	(DROCE_MAX_GIDS + 2)
+
+/* How the NIC passes the device's multicast groups (dp_filter.c). */
+enum dp_mc_filter {
+	DP_MCF_NONE = 0,	/* no group joined */
+	DP_MCF_LIST,		/* the groups' MACs in its multicast list */
+	DP_MCF_ALLMULTI,	/* all multicast: it keeps no list */
+	DP_MCF_PMD,		/* neither: what passes is the PMD's own */
+};
+#define DP_MAX_MC	64	/* MACs in the NIC's list; more: allmulti */
 
 struct dp_neigh {
 	uint8_t gid[16];
@@ -101,18 +128,34 @@ struct droce_port {
 	int closed;			/* the ethdev is stopped and closed */
 	int lcores_running;		/* lcores inside droce_port_run */
 	int tx_kick;			/* kick the PMD's TX ring when idle */
-	int tx_ip_csum;			/* the PMD fills IPv4 header sums in */
+	int tx_ip_csum_offload;		/* the PMD fills IPv4 header sums in */
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;
+	/* the owner's code in each pass (droce_port_set_hooks) */
+	struct droce_port_hooks hooks;
 	int spare_cpu;			/* the thread can spin on a CPU of its own */
 	volatile int stop;
 	/* neighbours */
 	rte_spinlock_t neigh_lock;
 	struct dp_neigh neigh[DP_NEIGH];
+	/* receive filtering in the NIC */
+	enum dp_rx_filter rx_filter;
+	int mac_added;			/* droce's MAC added as a unicast address */
+	struct rte_flow *flows[DP_MAX_FLOWS];
+	uint32_t nb_flows;
+	/* the NIC's multicast filter, serialised by mc_lock */
+	rte_spinlock_t mc_lock;
+	enum dp_mc_filter mc_filter;
+	uint32_t mc_macs;		/* group MACs it was last given */
+	int allmulti;			/* droce enabled all multicast */
 	/* fault injection */
 	struct dp_fault frx, ftx;
 	rte_spinlock_t fault_lock;
 };
+
+/* dp_eal.c: per process (EAL, log type, clock) */
+/* EAL with args, once per process; 0 or a negative errno. */
+int dp_eal_init(const char *args);
 
 /* dp_arp.c */
 int dp_arp_input(struct droce_port *p, struct dp_queue *q, struct rte_mbuf *m);
@@ -125,19 +168,42 @@ void dp_neigh_learn(struct droce_port *p, const uint8_t gid[16],
 int dp_nd_input(struct droce_port *p, struct dp_queue *q, struct rte_mbuf *m);
 int dp_nd_solicit(struct droce_port *p, const uint8_t target[16]);
 
+/* dp_filter.c */
+void dp_filter_setup(struct droce_port *p, const struct droce_dev_conf *dc,
+		bool dmas);
+void dp_filter_teardown(struct droce_port *p);
+const char *dp_filter_mode_name(const struct droce_port *p);
+const char *dp_filter_mc_name(const struct droce_port *p);
+
 /* dp_fault.c */
 uint16_t dp_fault_apply(struct droce_port *p, struct dp_fault *f,
 		struct rte_mbuf **pkts, uint16_t n, uint16_t cap, uint64_t now);
+void dp_fault_free(struct dp_fault *f);
 
 /* dp_telemetry.c */
 void dp_telemetry_register(struct droce_port *p);
 void dp_telemetry_unregister(struct droce_port *p);
 
-/* dp_port.c */
+/* dp_txbuf.c: transmit buffers, zero-copy chains, the transmit queue */
+void dp_txbuf_attach(struct dp_queue *q);
+void dp_txbuf_release(struct dp_queue *q);
 void dp_queue_tx(struct dp_queue *q, struct rte_mbuf *m);
 void dp_queue_flush(struct dp_queue *q);
+void dp_queue_tx_kick(struct dp_queue *q, uint64_t now);
 /* A zero-copy frame's chain behind its header mbuf h (its payload copied
  * behind the headers when no mbufs are left); exported for its test. */
 void dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b);
+
+/* dp_poll.c: passes over a queue, its lock, the progress thread */
+int dp_progress_thread_start(struct droce_port *p);
+void dp_progress_stop(struct droce_port *p);
+
+/* dp_memif.c: start and close around net_memif's quirks */
+int dp_port_start(struct droce_port *p, const struct rte_eth_dev_info *info);
+void dp_port_stop_close(struct droce_port *p);
+void dp_mtu_cap(struct droce_port *p);
+
+/* dp_port.c: open, close, counters */
+bool dp_dev_dmas(const struct rte_eth_dev_info *info);
 
 #endif

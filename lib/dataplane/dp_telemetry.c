@@ -35,13 +35,15 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 		"drop_ip_proto", "drop_udp_port", "drop_ip_length",
 		"drop_ip_csum", "drop_tver", "drop_opcode", "drop_transport",
 		"drop_ext_hdr", "drop_padcnt", "drop_mtu", "drop_icrc",
-		"drop_udp_csum",
+		"drop_udp_csum", "drop_length",
 	};
 	int i;
 
 #define U(name) rte_tel_data_add_dict_u64(d, #name, st->name)
 	U(rx_pkts); U(rx_bytes); U(tx_pkts); U(tx_bytes);
 	U(rx_drop_noqp); U(rx_drop_state); U(rx_drop_qkey); U(rx_drop_uc);
+	U(rx_drop_mac); U(rx_drop_mcast); U(rx_drop_ip); U(rx_drop_src);
+	U(rx_drop_len);
 	U(retransmits); U(timeouts); U(rewinds);
 	U(nak_seq_tx); U(nak_seq_rx); U(nak_inv_tx); U(nak_inv_rx);
 	U(nak_acc_tx); U(nak_acc_rx); U(nak_op_tx); U(nak_op_rx);
@@ -104,7 +106,8 @@ add_nic_stats(struct rte_tel_data *d, const struct droce_port_queue_stats *s)
 	rte_tel_data_add_dict_u64(d, "arp", s->arp);
 	/* zero-copy frames copied after all for want of mbufs */
 	rte_tel_data_add_dict_u64(d, "tx_zc_copied", s->tx_zc_copied);
-	rte_tel_data_add_dict_u64(d, "nic_tx_ip_csum", s->tx_ip_csum);
+	rte_tel_data_add_dict_u64(d, "nic_tx_ip_csum",
+		s->tx_ip_csum_offloaded);
 }
 
 static int
@@ -134,6 +137,11 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_string(d, "name", p->name);
 	rte_tel_data_add_dict_u64(d, "port_id", p->port_id);
 	rte_tel_data_add_dict_u64(d, "queues", p->nb_queues);
+	/* how the NIC filters: nic_mac, promiscuous or rte_flow */
+	rte_tel_data_add_dict_string(d, "rx_filter", dp_filter_mode_name(p));
+	/* multicast groups: none, nic_list, allmulticast or pmd_default */
+	rte_tel_data_add_dict_string(d, "mc_filter", dp_filter_mc_name(p));
+	rte_tel_data_add_dict_u64(d, "mc_macs", p->mc_macs);
 	add_nic_stats(d, &nic);
 	/* zero-copy transmit: from how many payload bytes (0: off) */
 	rte_tel_data_add_dict_u64(d, "tx_zc_min", p->zc_min);

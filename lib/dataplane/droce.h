@@ -91,6 +91,16 @@ struct droce_port_conf {
 	 * the PMD has it. DROCE_OFFLOAD_OFF: never.
 	 */
 	uint32_t tx_ip_csum;
+	/**
+	 * Receive filtering by rte_flow rules, on a port droce configured:
+	 * only UDP 4791 to the device's MAC and IP addresses passes, the rest
+	 * of UDP 4791 is dropped in the NIC. DROCE_OFFLOAD_AUTO (0): on
+	 * devices that DMA, where the PMD takes the rules; DROCE_OFFLOAD_ON:
+	 * wherever the PMD takes them; DROCE_OFFLOAD_OFF: never. Either way
+	 * the port is not promiscuous unless the PMD cannot add droce's MAC,
+	 * and the transport drops frames for other addresses itself.
+	 */
+	uint32_t rx_hw_filter;
 };
 
 #define DROCE_OFFLOAD_AUTO	0
@@ -143,8 +153,54 @@ int droce_port_progress_locked(struct droce_port *port, uint32_t q);
 void droce_port_lock(struct droce_port *port, uint32_t q);
 void droce_port_unlock(struct droce_port *port, uint32_t q);
 
+/**
+ * Wait, up to max_ns, until no frame waits to be transmitted and none was
+ * handed to the PMD for quiet_ns: a process about to exit with frames it
+ * completed (UD and UC complete once sent) lets them leave and its peer
+ * read them (net_memif drops what is in the ring once the peer is gone).
+ * Needs the progress thread (DROCE_PROGRESS_THREAD).
+ */
+void droce_port_tx_settle(struct droce_port *port, uint64_t quiet_ns,
+		uint64_t max_ns);
+
 /** Wake the progress thread (after a post while it backs off). */
 void droce_port_kick(struct droce_port *port, uint32_t q);
+
+/** Where a pass over a queue calls the hooks. */
+enum droce_hook_phase {
+	DROCE_HOOK_BEFORE = 0,	/**< before receiving: new work from outside */
+	DROCE_HOOK_AFTER = 1,	/**< after the transport's progress, before the transmit flush */
+};
+
+/**
+ * Code an owner of the port (droced) runs inside every pass over a queue,
+ * with the queue's lock held (so it may post to and poll the queue's QPs
+ * and CQs), from whichever thread makes the pass: the progress thread,
+ * an lcore in droce_port_run, or droce_port_progress.
+ */
+struct droce_port_hooks {
+	/** @return work done (0 when none): the progress thread keeps
+	 * spinning while passes do work. */
+	int (*poll)(void *arg, uint32_t q, enum droce_hook_phase phase);
+	/**
+	 * The progress thread is about to nap (sleeping = 1; it then waits
+	 * on droce_port_wake_fd, up to its nap) or has woken (0). With 1,
+	 * return nonzero if work arrived meanwhile: the nap is skipped.
+	 * Called without any queue lock.
+	 */
+	int (*sleep)(void *arg, int sleeping);
+	void *arg;
+};
+
+/** Set (or with NULL clear) the hooks. Call before traffic or while no pass
+ * runs: it takes every queue's lock. @return 0, -EINVAL. */
+int droce_port_set_hooks(struct droce_port *port, const struct droce_port_hooks *hooks);
+
+/** The eventfd the progress thread naps on (DROCE_PROGRESS_THREAD): writing
+ * 8 bytes (any nonzero count) to it wakes the thread, as droce_port_kick
+ * does. Another process that got it by SCM_RIGHTS may write it. -1 in the
+ * other modes. */
+int droce_port_wake_fd(const struct droce_port *port);
 
 /**
  * The application stops driving queue q for now (its sends all completed;
@@ -164,11 +220,43 @@ int droce_port_run(void *port_and_queue);
 
 /**
  * Resolve the MAC for a destination GID (ARP for IPv4-mapped, ND for IPv6,
- * the static table first). Blocks up to timeout_ms while making progress.
+ * the static table first; a multicast GID maps to its group MAC with no
+ * question asked). Blocks up to timeout_ms while making progress.
  * @return 0, -ETIMEDOUT, -EHOSTUNREACH.
  */
 int droce_port_resolve(struct droce_port *port, const uint8_t dgid[16],
 		uint8_t mac[6], uint32_t timeout_ms);
+
+/**
+ * An address vector from verbs' ah_attr (RoCE: is_global, a valid source
+ * GID index), its MAC resolved by droce_port_resolve.
+ * @return 0, -EINVAL (no GRH, no such source GID), -EHOSTUNREACH (no
+ *   neighbour answered within timeout_ms; also logged).
+ */
+int droce_port_av_from_ah(struct droce_port *port, const struct ibv_ah_attr *ah,
+		struct droce_av *av, uint32_t timeout_ms);
+
+/**
+ * Attach a UD QP of the port's device to multicast group gid
+ * (droce_qp_attach_mcast, with the QP's queue held), then open the NIC to
+ * the group's MAC: its multicast list, or all multicast where the PMD
+ * keeps no list (telemetry's mc_filter says which). On a port the
+ * application configured (attach_port_id) the NIC's filters are its own.
+ * A frame to the group is handed to every queue whose QPs joined a group.
+ *
+ * @return 0, -EINVAL (not a UD QP, gid not multicast), -ENOMEM (the
+ *   device's group limits).
+ */
+int droce_port_attach_mcast(struct droce_port *port, struct droce_qp *qp,
+		const uint8_t gid[16]);
+
+/**
+ * Detach a QP from group gid; the NIC's filter drops the group's MAC with
+ * the group's last QP.
+ * @return 0, -EINVAL (the QP is not attached to gid).
+ */
+int droce_port_detach_mcast(struct droce_port *port, struct droce_qp *qp,
+		const uint8_t gid[16]);
 
 /** Static neighbour entry (peers that do not answer ARP). */
 int droce_port_add_neighbor(struct droce_port *port, const uint8_t gid[16],
@@ -198,7 +286,8 @@ struct droce_port_queue_stats {
 	uint64_t tx_zc_copied;	/* zero-copy frames copied for want of mbufs */
 	uint64_t rx_bursts;	/* receive bursts that returned frames */
 	uint64_t tx_bursts;	/* transmit bursts the PMD took frames from */
-	uint64_t tx_ip_csum;	/* IPv4 frames whose header sum the PMD filled */
+	/* IPv4 frames whose header sum the PMD filled (nic_tx_ip_csum) */
+	uint64_t tx_ip_csum_offloaded;
 };
 
 /** Read queue q's counters (takes the queue's lock). @return 0, -EINVAL. */

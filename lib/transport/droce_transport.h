@@ -72,6 +72,11 @@ struct droce_dev_limits {
 	uint32_t max_qp_rd_atom;	/**< max_rd_atomic / max_dest_rd_atomic */
 	uint32_t max_ah;
 	uint32_t max_msg_sz;		/**< 2^31 */
+	/** Multicast: groups on the device, QPs per group, attachments in
+	 * all (0: the default, also where max_qp is given) */
+	uint32_t max_mcast_grp;
+	uint32_t max_mcast_qp_attach;
+	uint32_t max_total_mcast_qp_attach;
 };
 
 /** Fills lim with droce's defaults. */
@@ -204,6 +209,16 @@ int droce_pd_dealloc(struct droce_pd *pd);	/**< -EBUSY while in use */
  */
 struct droce_mr *droce_mr_reg(struct droce_pd *pd, void *addr, size_t len,
 		uint64_t iova, unsigned int access);
+/**
+ * As droce_mr_reg, for memory mapped at host in this process that its
+ * owner (another process) addresses as local_va: local SGEs and the
+ * returned ibv_mr.addr use local_va; the data path reads and writes host.
+ * iova is the peer's address as for droce_mr_reg (== local_va normally).
+ * droce_mr_reg(pd, addr, len, iova, access) is droce_mr_reg_va(pd, addr,
+ * (uint64_t)(uintptr_t)addr, len, iova, access).
+ */
+struct droce_mr *droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
+		size_t len, uint64_t iova, unsigned int access);
 int droce_mr_dereg(struct droce_mr *mr);	/**< -EBUSY with bound MWs */
 /**
  * A zero-copy frame's reference on an MR's memory. droce_mr_dereg waits
@@ -247,6 +262,13 @@ int droce_cq_poll(struct droce_cq *cq, struct ibv_wc *wc, int n);
  */
 int droce_cq_arm(struct droce_cq *cq, int solicited_only);
 typedef void (*droce_cq_notify_cb)(void *arg, struct droce_cq *cq);
+/**
+ * How many completions that would fire a CQ armed for solicited ones
+ * (solicited, or in error) it has taken so far: an owner that arms the
+ * CQ itself for any completion (droced, to learn of every one) tells by
+ * this whether its application's solicited-only arm is due.
+ */
+uint32_t droce_cq_solicited_seq(const struct droce_cq *cq);
 void droce_cq_set_notify(struct droce_cq *cq, droce_cq_notify_cb cb, void *arg);
 
 struct droce_srq *droce_srq_create(struct droce_pd *pd, uint32_t q,
@@ -263,13 +285,71 @@ int droce_srq_post_recv(struct droce_srq *srq, struct ibv_recv_wr *wr,
 /**
  * Create a QP. attr->send_cq / recv_cq / srq are not used (they are the
  * verbs driver's pointers); pass droce's own objects here. The QP lives on
- * the send CQ's queue; the QPN encodes it.
+ * the send CQ's queue; the QPN encodes it. Creating and destroying a QP
+ * changes that queue's QP list: hold the queue (droce_port_lock) when it
+ * may be making progress meanwhile.
  * Capacities in attr->cap are rounded up and written back.
  */
 struct droce_qp *droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq);
+/**
+ * The GSI QP (QPN 1, UD) that connection managers send and receive MADs
+ * on; Q_Key 0x80010000 is set as for any UD QP (modify to INIT). The CQs
+ * must be on the queue that owns QPN 1 (droce_qpn_queue). NULL and errno:
+ * EBUSY when the device has one, EINVAL for another type.
+ */
+struct droce_qp *droce_qp_create_gsi(struct droce_pd *pd,
+		struct ibv_qp_init_attr *attr, struct droce_cq *scq,
+		struct droce_cq *rcq);
+/** @return 0, -EBUSY while attached to a multicast group (as the
+ * kernel's uverbs: detach first). */
 int droce_qp_destroy(struct droce_qp *qp);
 uint32_t droce_qp_num(const struct droce_qp *qp);
+
+/* ---- multicast (UD) ---- */
+
+/**
+ * Attach a UD QP to multicast group gid (ibv_attach_mcast(3)): UD SENDs
+ * to the group (DestQP DROCE_MCAST_QPN, the group's MAC and IP) that
+ * arrive on the QP's queue are delivered to it, each attached QP getting
+ * its own copy under its own Q_Key check. Only the QP's own queue
+ * delivers to it: the environment hands such a frame to every queue with
+ * groups (droce_tp_queue_mcast_groups), and opens its NIC's filter to the
+ * groups' MACs (droce_dev_mcast_macs). Call with the QP's queue held, as
+ * for droce_qp_modify.
+ *
+ * @param qp
+ *   A UD QP.
+ * @param gid
+ *   The group: IPv4-mapped 224.0.0.0/4 or IPv6 ff00::/8.
+ * @return
+ *   0 (also when already attached), -EINVAL (not a UD QP, gid not
+ *   multicast), -ENOMEM (max_mcast_grp groups already, max_mcast_qp_attach
+ *   QPs in the group, max_total_mcast_qp_attach in all, or no memory).
+ */
+int droce_qp_attach_mcast(struct droce_qp *qp, const uint8_t gid[16]);
+
+/**
+ * Detach a QP from group gid (ibv_detach_mcast(3)); the group goes when
+ * its last QP does. Call with the QP's queue held.
+ *
+ * @return
+ *   0, -EINVAL (the QP is not attached to gid).
+ */
+int droce_qp_detach_mcast(struct droce_qp *qp, const uint8_t gid[16]);
+
+/**
+ * The Ethernet addresses of the device's groups, each once (two IPv4
+ * groups may share one): writes up to max, returns how many there are.
+ */
+uint32_t droce_dev_mcast_macs(struct droce_dev *dev, uint8_t (*macs)[6],
+		uint32_t max);
+
+/**
+ * How many groups queue q's QPs are attached to; safe to read from
+ * another queue's thread (a frame arriving during an attach may miss it).
+ */
+uint32_t droce_tp_queue_mcast_groups(const struct droce_tp_queue *q);
 
 /**
  * Address vector: where a QP's (or a UD WR's) frames go. The environment
@@ -317,6 +397,16 @@ int droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 int droce_qp_post_send_all(struct droce_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr);
 
+/**
+ * A send WR its poster could not take as given (droced: a WQE from an
+ * application's ring it refused), on a QP in the error state: it joins
+ * the SQ and completes in order after those before it, with status
+ * (IBV_WC_WR_FLUSH_ERR for those that follow a refused one).
+ * EINVAL unless the QP is in ERR or SQE, ENOMEM when the SQ is full.
+ */
+int droce_qp_post_refused(struct droce_qp *qp, uint64_t wr_id,
+		uint32_t wr_opcode, enum ibv_wc_status status);
+
 /** ibv_post_recv(3), same conventions. */
 int droce_qp_post_recv(struct droce_qp *qp, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad_wr);
@@ -363,6 +453,13 @@ uint32_t droce_qp_sq_outstanding(const struct droce_qp *qp);
  * (call with its queue's owner lock held). */
 int droce_dev_qp_sq_idle(const struct droce_dev *dev, uint32_t qpn);
 
+/**
+ * The ibv_wr_* builders a QP type takes: the IBV_QP_EX_WITH_* flag of
+ * each work-request opcode droce_qp_post_send accepts on it (0 for a type
+ * droce does not have).
+ */
+uint64_t droce_qp_type_send_ops(enum ibv_qp_type type);
+
 /** Current state of a QP (cheap; droce_qp_query gives everything). */
 enum ibv_qp_state droce_qp_state(const struct droce_qp *qp);
 
@@ -373,6 +470,13 @@ struct droce_tp_stats {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
 	uint64_t rx_drop_parse[DROCE_WIRE_ERR_COUNT]; /**< by -droce_wire_err */
 	uint64_t rx_drop_noqp, rx_drop_state, rx_drop_qkey, rx_drop_uc;
+	/** Address filtering: another host's MAC; a multicast or broadcast
+	 * MAC or IP that no QP of the queue joined (or a multicast MAC
+	 * with an IP of another group); another host's IP (none of the
+	 * device's GIDs); a connected QP's frame from other than its peer. */
+	uint64_t rx_drop_mac, rx_drop_mcast, rx_drop_ip, rx_drop_src;
+	/** Length defects not answered with a NAK (UC, UD, responses). */
+	uint64_t rx_drop_len;
 	uint64_t retransmits, timeouts, rewinds;
 	uint64_t nak_seq_tx, nak_seq_rx, nak_inv_tx, nak_inv_rx;
 	uint64_t nak_acc_tx, nak_acc_rx, nak_op_tx, nak_op_rx;

@@ -13,19 +13,86 @@
 
 #include "tp_internal.h"
 
-static inline struct tp_swqe *
-wqe_at(struct droce_qp *qp, uint32_t i)
+/* Mark a WQE done with status; completions go out in order later. */
+void
+tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 {
-	return &qp->sq.wqe[i & (qp->sq.size - 1)];
+	if (w->state == TP_WQE_DONE)
+		return;
+	if (w->rd_counted) {
+		w->rd_counted = 0;
+		qp->rd_atomic_out--;
+	}
+	if (w->rd_inflight) {
+		w->rd_inflight = 0;
+		qp->rd_in_flight--;
+		/* answered: open the window again, one per answer */
+		if (st == IBV_WC_SUCCESS && qp->rd_cwnd < qp->max_rd_atomic)
+			qp->rd_cwnd++;
+	}
+	w->state = TP_WQE_DONE;
+	w->status = st;
 }
 
-static int
-is_rd_atomic(enum ibv_wr_opcode op)
+/* Complete, in order, the WQEs at the tail that are done. */
+void
+tp_comp_retire(struct droce_qp *qp)
 {
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	struct ibv_wc *wc;
+
+	while (qp->sq.tail != qp->sq.head) {
+		struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.tail);
+
+		if (w->state != TP_WQE_DONE)
+			break;
+		if ((w->signaled || w->status != IBV_WC_SUCCESS) &&
+				(wc = tp_cq_slot(qp->scq)) != NULL) {
+			wc->wr_id = w->wr_id;
+			wc->status = w->status;
+			wc->opcode = tp_wr_opcode_info[w->opcode].wc_opcode;
+			wc->qp_num = qp->qpn;
+			if (w->wr_flags & TP_WRF_RD_ATOMIC)
+				wc->byte_len = (uint32_t)w->length;
+			tp_cq_commit(qp->scq, 0);
+		}
+		qp->sq.tail++;
+		if ((int32_t)(qp->sq.cur - qp->sq.tail) < 0) {
+			/* completed ahead of a rewound cur: resume at una */
+			qp->sq.cur = qp->sq.tail;
+			qp->cur_off = 0;
+			tp_req_rewind(qp, qp->una);
+		}
+		if (w->status != IBV_WC_SUCCESS) {
+			tp_qp_to_error(qp);
+			return;
+		}
+	}
+	if (qp->state == IBV_QPS_SQD && qp->sq_draining &&
+			qp->sq.tail == qp->sq.cur) {
+		qp->sq_draining = 0;
+		tp_async(qp->dev, IBV_EVENT_SQ_DRAINED, qp);
+	}
 }
 
+/*
+ * A fatal error for the requester: w (if any) completes with st after
+ * everything before it, and the QP goes to ERR, which flushes the rest.
+ */
+static void
+fail_wqe(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
+{
+	if (w != NULL)
+		tp_wqe_done(qp, w, st);
+	tp_comp_retire(qp);
+	tp_qp_to_error(qp);
+}
+
+void
+tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st)
+{
+	fail_wqe(qp, qp->sq.tail != qp->sq.head ?
+		tp_sq_wqe(qp, qp->sq.tail) : NULL, st);
+}
 
 /* Forward progress: reset the retry budget and restart the timer. */
 static void
@@ -57,7 +124,7 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
 	uint32_t i;
 
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
-		struct tp_swqe *w = wqe_at(qp, i);
+		struct tp_swqe *w = tp_sq_wqe(qp, i);
 		uint32_t end;
 
 		if (w->state == TP_WQE_POSTED)
@@ -71,8 +138,8 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
 			break;	/* not wholly acknowledged */
 		if (w->state == TP_WQE_SENDING)
 			break;
-		if (is_rd_atomic(w->opcode)) {
-			*rewind_psn = w->opcode == IBV_WR_RDMA_READ ?
+		if (w->wr_flags & TP_WRF_RD_ATOMIC) {
+			*rewind_psn = (w->wr_flags & TP_WRF_READ) ?
 				droce_psn_add(w->first_psn,
 					(uint32_t)(w->read_done / qp->mtu)) :
 				w->first_psn;
@@ -105,7 +172,7 @@ wqe_of_psn(struct droce_qp *qp, uint32_t psn)
 	uint32_t i;
 
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
-		struct tp_swqe *w = wqe_at(qp, i);
+		struct tp_swqe *w = tp_sq_wqe(qp, i);
 		int32_t d;
 
 		if (w->state == TP_WQE_POSTED)
@@ -139,13 +206,12 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
 	uint8_t syn = pkt->aeth_syndrome;
 	uint32_t psn = pkt->psn, rw;
-	struct tp_swqe *w;
 
 	/* An ACK for a PSN we have not sent is bogus. */
 	if (droce_psn_diff(psn, qp->psn_hw) >= 0)
 		return;
 	switch (DROCE_AETH_TYPE(syn)) {
-	case 0:		/* ACK: everything up to and including psn */
+	case DROCE_AETH_TYPE_ACK:	/* everything up to and including psn */
 		qp->st.acks_rx++;
 		if (droce_psn_diff(psn, qp->una) < 0)
 			return;		/* old */
@@ -155,7 +221,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 		}
 		progress_made(qp, droce_psn_add(psn, 1));
 		break;
-	case 1:		/* RNR NAK */
+	case DROCE_AETH_TYPE_RNR:
 		qp->st.rnr_nak_rx++;
 		if (droce_psn_diff(psn, qp->una) < 0)
 			return;
@@ -165,23 +231,21 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			break;
 		}
 		progress_made(qp, psn);
-		if (qp->rnr_retry != 7) {
+		if (qp->rnr_retry != TP_RNR_RETRY_FOREVER) {
 			if (qp->rnr_left == 0) {
-				w = wqe_of_psn(qp, psn);
-				if (w != NULL)
-					tp_wqe_done(qp, w, IBV_WC_RNR_RETRY_EXC_ERR);
-				tp_req_complete_ready(qp);
-				tp_qp_to_error(qp);
+				fail_wqe(qp, wqe_of_psn(qp, psn),
+					IBV_WC_RNR_RETRY_EXC_ERR);
 				return;
 			}
 			qp->rnr_left--;
 		}
 		tp_req_rewind(qp, psn);
 		qp->rnr_deadline = qp->queue->now +
-			(uint64_t)droce_rnr_timer_us(syn & 0x1f) * 1000;
+			(uint64_t)droce_rnr_timer_us(DROCE_AETH_VALUE(syn)) *
+			1000;
 		qp->ack_deadline = 0;
 		break;
-	case 3:		/* NAK */
+	case DROCE_AETH_TYPE_NAK:
 		if (syn == DROCE_AETH_NAK_PSN_SEQ) {
 			qp->st.nak_seq_rx++;
 			if (droce_psn_diff(psn, qp->una) < 0)
@@ -190,11 +254,8 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 				psn = rw;
 			progress_made(qp, psn);
 			if (qp->retries_left == 0) {
-				w = wqe_of_psn(qp, psn);
-				if (w != NULL)
-					tp_wqe_done(qp, w, IBV_WC_RETRY_EXC_ERR);
-				tp_req_complete_ready(qp);
-				tp_qp_to_error(qp);
+				fail_wqe(qp, wqe_of_psn(qp, psn),
+					IBV_WC_RETRY_EXC_ERR);
 				return;
 			}
 			qp->retries_left--;
@@ -210,16 +271,12 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			qp->st.nak_op_rx++;
 		if (ack_before(qp, psn, &rw) == 0)
 			progress_made(qp, psn);
-		w = wqe_of_psn(qp, psn);
-		if (w != NULL)
-			tp_wqe_done(qp, w, nak_status(syn));
-		tp_req_complete_ready(qp);
-		tp_qp_to_error(qp);
+		fail_wqe(qp, wqe_of_psn(qp, psn), nak_status(syn));
 		return;
 	default:
 		return;	/* reserved syndrome: ignore */
 	}
-	tp_req_complete_ready(qp);
+	tp_comp_retire(qp);
 }
 
 static void
@@ -229,7 +286,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
 	uint32_t expect, rw;
 
-	if (w == NULL || w->opcode != IBV_WR_RDMA_READ ||
+	if (w == NULL || !(w->wr_flags & TP_WRF_READ) ||
 			w->state == TP_WQE_DONE) {
 		qp->st.dup_rx++;
 		return;
@@ -258,17 +315,13 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 			w->read_done + pkt->payload_len > w->length ||
 			((oi->flags & DROCE_OPF_END) &&
 			w->read_done + pkt->payload_len != w->length)) {
-		tp_wqe_done(qp, w, IBV_WC_BAD_RESP_ERR);
-		tp_req_complete_ready(qp);
-		tp_qp_to_error(qp);
+		fail_wqe(qp, w, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
 	if (pkt->payload_len && tp_sge_copy_in(qp->dev, qp->pd, w->sge,
 			w->num_sge, w->read_done, pkt->payload,
 			pkt->payload_len) != 0) {
-		tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
-		tp_req_complete_ready(qp);
-		tp_qp_to_error(qp);
+		fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	w->read_done += pkt->payload_len;
@@ -277,7 +330,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 		progress_made(qp, droce_psn_add(w->first_psn, w->npsn));
 	}
-	tp_req_complete_ready(qp);
+	tp_comp_retire(qp);
 }
 
 static void
@@ -286,13 +339,12 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
 	uint32_t rw;
 
-	if (DROCE_AETH_TYPE(pkt->aeth_syndrome) != 0) {
+	if (DROCE_AETH_TYPE(pkt->aeth_syndrome) != DROCE_AETH_TYPE_ACK) {
 		on_ack(qp, pkt);
 		return;
 	}
 	if (w == NULL || w->state == TP_WQE_DONE ||
-			(w->opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&
-			w->opcode != IBV_WR_ATOMIC_FETCH_AND_ADD)) {
+			!(w->wr_flags & TP_WRF_ATOMIC)) {
 		qp->st.dup_rx++;
 		return;
 	}
@@ -304,14 +356,12 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	w->atomic_orig = pkt->atmack_orig;
 	if (tp_sge_copy_in(qp->dev, qp->pd, w->sge, w->num_sge, 0,
 			(const uint8_t *)&w->atomic_orig, 8) != 0) {
-		tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
-		tp_req_complete_ready(qp);
-		tp_qp_to_error(qp);
+		fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	progress_made(qp, droce_psn_add(pkt->psn, 1));
-	tp_req_complete_ready(qp);
+	tp_comp_retire(qp);
 }
 
 void

@@ -105,9 +105,11 @@ tp_cq_commit(struct droce_cq *cq, int solicited)
 	const struct ibv_wc *wc = &cq->ring[cq->head & (cq->size - 1)];
 
 	cq->head++;
-	if (cq->armed && (cq->armed == 1 || solicited ||
-			wc->status != IBV_WC_SUCCESS)) {
-		cq->armed = 0;
+	if (solicited || wc->status != IBV_WC_SUCCESS)
+		cq->solicited_seq++;
+	if (cq->armed != TP_CQ_UNARMED && (cq->armed == TP_CQ_ARMED_ANY ||
+			solicited || wc->status != IBV_WC_SUCCESS)) {
+		cq->armed = TP_CQ_UNARMED;
 		if (cq->notify)
 			cq->notify(cq->notify_arg, cq);
 	}
@@ -142,8 +144,14 @@ droce_cq_poll(struct droce_cq *cq, struct ibv_wc *wc, int n)
 int
 droce_cq_arm(struct droce_cq *cq, int solicited_only)
 {
-	cq->armed = solicited_only ? 2 : 1;
+	cq->armed = solicited_only ? TP_CQ_ARMED_SOLICITED : TP_CQ_ARMED_ANY;
 	return 0;
+}
+
+uint32_t
+droce_cq_solicited_seq(const struct droce_cq *cq)
+{
+	return cq->solicited_seq;
 }
 
 void

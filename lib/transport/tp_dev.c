@@ -30,6 +30,25 @@ droce_dev_default_limits(struct droce_dev_limits *lim)
 	lim->max_qp_rd_atom = TP_MAX_RD_ATOMIC;
 	lim->max_ah = 65536;
 	lim->max_msg_sz = 1u << 31;
+	lim->max_mcast_grp = TP_MCAST_GRP;
+	lim->max_mcast_qp_attach = TP_MCAST_QP_ATTACH;
+	lim->max_total_mcast_qp_attach = TP_MCAST_GRP * TP_MCAST_QP_ATTACH;
+}
+
+/* Multicast limits left 0 take the defaults (a caller giving max_qp may
+ * predate them). */
+static void
+mcast_limits(struct droce_dev_limits *lim)
+{
+	struct droce_dev_limits def;
+
+	droce_dev_default_limits(&def);
+	if (lim->max_mcast_grp == 0)
+		lim->max_mcast_grp = def.max_mcast_grp;
+	if (lim->max_mcast_qp_attach == 0)
+		lim->max_mcast_qp_attach = def.max_mcast_qp_attach;
+	if (lim->max_total_mcast_qp_attach == 0)
+		lim->max_total_mcast_qp_attach = def.max_total_mcast_qp_attach;
 }
 
 struct droce_dev *
@@ -53,6 +72,7 @@ droce_dev_create(const struct droce_dev_conf *conf)
 	droce_dev_default_limits(&dev->lim);
 	if (conf->limits.max_qp)
 		dev->lim = conf->limits;
+	mcast_limits(&dev->lim);
 	dev->rng = conf->seed ? conf->seed : 0x2545f4914f6cdd1dull;
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->keys = calloc(TP_KEY_SLOTS, sizeof(*dev->keys));
@@ -65,6 +85,10 @@ droce_dev_create(const struct droce_dev_conf *conf)
 		return NULL;
 	}
 	dev->key_hint = 1;
+	for (i = 0; i < DROCE_MAX_GIDS; i++)
+		if (conf->gids[i].valid)
+			memcpy(dev->gid_words[dev->nb_gids++], conf->gids[i].gid,
+				16);
 	for (i = 0; i < nq; i++) {
 		dev->queues[i].dev = dev;
 		dev->queues[i].index = i;
@@ -79,9 +103,11 @@ droce_dev_destroy(struct droce_dev *dev)
 
 	if (dev == NULL)
 		return;
-	if (dev->queues)
+	if (dev->queues) {
+		tp_mcast_free(dev);
 		for (i = 0; i < dev->conf.nb_queues; i++)
 			free(dev->queues[i].qps);
+	}
 	free(dev->queues);
 	free(dev->qp_tab);
 	free(dev->keys);

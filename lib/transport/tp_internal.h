@@ -7,18 +7,23 @@
 
 /* lib/transport internals: object layouts and cross-file prototypes. */
 
+#include <assert.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "droce_transport.h"
 
 #define TP_MIN_QPN		0x11	/* as rxe: 0 SMI, 1 GSI, 2-16 reserved */
+#define TP_GSI_QPN		1
 #define TP_MAX_UNACKED_PSNS	128	/* requester window, as rxe */
 #define TP_MAX_PKT_PER_ACK	64	/* AckReq on every 64th middle packet */
 #define TP_TX_BATCH		32
 #define TP_TX_FIRST		4	/* buffers asked for first in a batch */
 #define TP_MAX_RD_ATOMIC	128	/* as rxe: perftest uses the peer's */
+#define TP_RNR_RETRY_FOREVER	7	/* IBTA: rnr_retry 7 never gives up */
 #define TP_KEY_SLOTS		(1u << 16)
+#define TP_SGE_PIECES		32	/* SGEs a receive resolves in one pass */
 
 #define TP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -34,6 +39,7 @@ struct droce_mr {
 	struct ibv_mr ibv;
 	struct droce_pd *pd;
 	uint8_t *base;		/* host address of iova */
+	uint64_t local_va;	/* the owner's address of base (local SGEs) */
 	uint64_t iova;
 	uint64_t len;
 	unsigned int access;
@@ -74,6 +80,13 @@ struct droce_ah {
 
 /* ---- completion queue ---- */
 
+/* What the next completion must be to call the notify callback. */
+enum tp_cq_arm {
+	TP_CQ_UNARMED = 0,
+	TP_CQ_ARMED_ANY,
+	TP_CQ_ARMED_SOLICITED,	/* solicited, or an error */
+};
+
 struct droce_cq {
 	struct droce_dev *dev;
 	void *user;
@@ -84,7 +97,8 @@ struct droce_cq {
 	uint32_t head, tail;	/* free-running */
 	uint32_t refs;
 	int overflow;
-	int armed;		/* 0, 1 any, 2 solicited only */
+	uint32_t solicited_seq;	/* solicited or error completions so far */
+	enum tp_cq_arm armed;
 	droce_cq_notify_cb notify;
 	void *notify_arg;
 };
@@ -131,7 +145,8 @@ struct tp_swqe {
 	uint64_t length;	/* total message bytes */
 	uint64_t remote_addr;
 	uint8_t *inline_data;	/* into the SQ's inline buffer, or NULL */
-	enum ibv_wr_opcode opcode;
+	uint8_t opcode;		/* enum ibv_wr_opcode */
+	uint16_t wr_flags;	/* its enum tp_wr_flag, kept off the table */
 	unsigned int flags;
 	uint32_t imm_or_inv;	/* imm_data (network order) or invalidate rkey */
 	uint32_t rkey;
@@ -150,12 +165,18 @@ struct tp_swqe {
 	uint64_t atomic_orig;
 	uint32_t remote_qpn;	/* UD */
 	uint32_t remote_qkey;
-	/* the rest: UD's AH, BIND_MW */
-	struct droce_ah *ah;
+	/* the rest: UD's address (copied at post, as a NIC reads it with
+	 * the WQE: the AH may be destroyed before the send leaves), BIND_MW */
+	struct droce_av av;
 	struct droce_mw *mw;
 	struct ibv_mw_bind_info bind;
 	uint32_t bind_rkey;
 };
+
+/* Posting writes and every packet reads the first 64 bytes, one line's
+ * worth; progress through the message starts the second. */
+static_assert(offsetof(struct tp_swqe, npsn) == 64,
+	"the send WQE's posted part is not one cache line");
 
 struct tp_sq {
 	struct tp_swqe *wqe;
@@ -168,6 +189,57 @@ struct tp_sq {
 	uint32_t tail;		/* oldest not completed */
 	uint32_t cur;		/* next to transmit */
 };
+
+/* ---- work-request opcodes (tp_wr_opcode.c) ---- */
+
+/* What kind of request a work-request opcode is. */
+enum tp_wr_flag {
+	TP_WRF_SEND = 1u << 0,
+	TP_WRF_WRITE = 1u << 1,		/* RETH on the first packet */
+	TP_WRF_READ = 1u << 2,
+	TP_WRF_ATOMIC = 1u << 3,
+	TP_WRF_LOCAL = 1u << 4,		/* executed here, nothing sent */
+	TP_WRF_PAYLOAD = 1u << 5,	/* the packets carry the message */
+	TP_WRF_RWR = 1u << 6,		/* consumes a receive WR at the peer */
+	TP_WRF_INV = 1u << 7,		/* names an rkey to invalidate */
+};
+
+/* READ and atomics: answered with data, each holds a READ/atomic credit */
+#define TP_WRF_RD_ATOMIC (TP_WRF_READ | TP_WRF_ATOMIC)
+
+/* Where a packet lies in its message: first | last << 1. */
+enum tp_seg {
+	TP_SEG_MIDDLE = 0,
+	TP_SEG_FIRST = 1,
+	TP_SEG_LAST = 2,
+	TP_SEG_ONLY = 3,
+	TP_SEG_NUM
+};
+
+struct tp_wr_opcode_info {
+	uint32_t send_op;	/* IBV_QP_EX_WITH_*: its ibv_wr_* builder */
+	uint16_t qp_types;	/* bit per enum ibv_qp_type that accepts it */
+	uint16_t flags;		/* enum tp_wr_flag */
+	uint8_t wc_opcode;	/* enum ibv_wc_opcode of its completion */
+	uint8_t pkt[TP_SEG_NUM];	/* RC's BTH opcodes by enum tp_seg */
+};
+
+#define TP_WR_OPCODE_NUM (IBV_WR_ATOMIC_WRITE + 1)
+
+extern const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM];
+
+/* The row of op if a QP of type t accepts it, else NULL. t: a QP's type,
+ * below 16 (qp_types' width). */
+static inline const struct tp_wr_opcode_info *
+tp_wr_opcode(enum ibv_qp_type t, enum ibv_wr_opcode op)
+{
+	const struct tp_wr_opcode_info *wi;
+
+	if ((unsigned int)op >= TP_WR_OPCODE_NUM)
+		return NULL;
+	wi = &tp_wr_opcode_info[op];
+	return (wi->qp_types >> t) & 1 ? wi : NULL;
+}
 
 /* ---- responder resources (READ, atomic) ---- */
 
@@ -190,6 +262,13 @@ struct tp_res {
 };
 
 /* ---- the queue pair ---- */
+
+/* The responder's open message: what a MIDDLE or LAST must continue. */
+enum tp_rx_msg {
+	TP_RX_NONE = 0,
+	TP_RX_SEND,
+	TP_RX_WRITE,
+};
 
 struct droce_qp {
 	struct droce_dev *dev;
@@ -238,7 +317,6 @@ struct droce_qp {
 	uint8_t rnr_left;
 	uint64_t ack_deadline;	/* retransmit timer, 0 = off */
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
-	int need_retransmit;
 	uint32_t last_acked_psn; /* READ gap already asked for */
 
 	/* responder */
@@ -248,11 +326,11 @@ struct droce_qp {
 	int nak_sent;		/* one sequence NAK per gap */
 	int uc_drop;		/* UC: drop until next First/Only */
 	/* message in progress (multi-packet SEND or WRITE) */
-	int rx_msg;		/* 0 none, 1 SEND, 2 WRITE in progress */
+	enum tp_rx_msg rx_msg;	/* multi-packet message in progress */
 	int rx_have_wqe;
 	struct tp_rwqe rx_wqe;
 	uint64_t rx_off;
-	int rx_err;		/* enum ibv_wc_status + 1, 0 none */
+	int rx_err;		/* a fatal NAK is queued: ERR once it is sent */
 	uint8_t *rx_write_base;	/* WRITE target */
 	uint64_t rx_write_left;
 	/* ACK to send */
@@ -268,11 +346,62 @@ struct droce_qp {
 	 * ring; a replay breaks that until nothing is pending. */
 	uint32_t res_send;
 	int res_replayed;
-	int atomic_ack_pending;	/* index + 1 */
 
 	struct droce_tp_stats st;
-	int on_active;		/* in the queue's active list */
-	struct droce_qp *next_active;
+	uint32_t nb_mcast;	/* groups attached to: destroy says EBUSY */
+};
+
+/* The send WQE at free-running index i. */
+static inline struct tp_swqe *
+tp_sq_wqe(struct droce_qp *qp, uint32_t i)
+{
+	return &qp->sq.wqe[i & (qp->sq.size - 1)];
+}
+
+/* Responder resources in use: max_dest_rd_atomic of them (at least one). */
+static inline unsigned int
+tp_res_count(const struct droce_qp *qp)
+{
+	uint32_t n = qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
+
+	return n > TP_MAX_RD_ATOMIC ? TP_MAX_RD_ATOMIC : n;
+}
+
+/* r has responses to send (again); qp->res_pending counts such. */
+static inline void
+tp_res_set_pending(struct droce_qp *qp, struct tp_res *r)
+{
+	if (!r->pending)
+		qp->res_pending++;
+	r->pending = 1;
+}
+
+static inline void
+tp_res_clear_pending(struct droce_qp *qp, struct tp_res *r)
+{
+	if (r->pending)
+		qp->res_pending--;
+	r->pending = 0;
+}
+
+/* ---- multicast groups (tp_mcast.c) ---- */
+
+#define TP_MCAST_GRP		64	/* groups per device */
+#define TP_MCAST_QP_ATTACH	16	/* QPs per group */
+
+/* A group on the device: how many QPs of all queues are attached. */
+struct tp_mcast_grp {
+	uint64_t gid[2];
+	uint8_t mac[6];
+	uint32_t nb_qps;
+};
+
+/* A group as one queue sees it: its QPs attached there. */
+struct tp_mcast_member {
+	uint64_t gid[2];
+	uint8_t mac[6];
+	uint32_t nb_qps;
+	struct droce_qp **qps;	/* max_mcast_qp_attach slots */
 };
 
 /* ---- owner context ---- */
@@ -291,6 +420,12 @@ struct droce_tp_queue {
 	uint32_t tx_budget;
 	/* where the next turns at responding and requesting start */
 	uint32_t resp_next, req_next;
+	uint32_t gid_hit;	/* the device GID the last frame was for */
+	/* the groups this queue's QPs are attached to; nb_mc is also read
+	 * (atomically) by other queues' threads to fan frames out */
+	struct tp_mcast_member *mc;
+	uint32_t nb_mc;
+	struct droce_qp **mc_qps;	/* the members' slots, one allocation */
 };
 
 struct droce_dev {
@@ -303,6 +438,12 @@ struct droce_dev {
 	uint32_t qp_tab_size;
 	uint32_t nb_qp, nb_cq, nb_pd, nb_mr, nb_mw, nb_srq, nb_ah;
 	struct droce_tp_queue *queues;
+	/* the valid entries of conf.gids, packed, as two words each:
+	 * receive filtering */
+	uint64_t gid_words[DROCE_MAX_GIDS][2];
+	uint32_t nb_gids;
+	struct tp_mcast_grp *mc;	/* under lock */
+	uint32_t nb_mc, nb_mc_attach;
 	droce_async_cb async_cb;
 	void *async_arg;
 	uint64_t rng;
@@ -316,13 +457,20 @@ int tp_owner_move(struct droce_dev *dev, struct droce_tp_queue **owner,
 		const uint32_t *refs, uint32_t q);
 void tp_queue_del_qp(struct droce_tp_queue *q, struct droce_qp *qp);
 
+/* tp_mcast.c */
+/* A frame to a multicast MAC on a queue with groups (tp_recv.c). */
+void tp_mcast_rx(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len);
+void tp_mcast_free(struct droce_dev *dev);
+
 /* tp_mr.c */
 struct droce_mr *tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd,
 		uint32_t lkey);
 /* Resolve [va, va+len) under rkey with access; NULL if not allowed. */
 uint8_t *tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va,
 		uint64_t len, unsigned int access, struct droce_mr **mrp);
-int tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey);
+/* Invalidate the type-2 MW rkey names (check_only: only say whether it
+ * could be): 0 or -EINVAL. */
+int tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey, int check_only);
 int tp_bind_mw(struct droce_qp *qp, struct droce_mw *mw,
 		const struct ibv_mw_bind_info *b, uint32_t new_rkey);
 /* Check every SGE of a list against its lkey: 0 or -EPERM. */
@@ -332,9 +480,14 @@ int tp_sge_check(struct droce_dev *dev, struct droce_pd *pd,
 int tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, uint64_t off,
 		uint8_t *dst, uint32_t len);
+/* Checks every piece before it writes one: -EPERM or -EMSGSIZE, nothing
+ * copied. */
 int tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, uint64_t off,
 		const uint8_t *src, uint32_t len);
+/* The same checks alone: could len bytes go at off. */
+int tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off, uint32_t len);
 uint64_t tp_sge_total(const struct ibv_sge *sge, uint32_t n);
 /* The registered memory behind len bytes at off of an SGE list, as at most
  * max spans: their count, 0 if more are needed, -EPERM on a bad lkey. */
@@ -358,16 +511,24 @@ void tp_qp_to_error(struct droce_qp *qp);
 void tp_qp_flush(struct droce_qp *qp);
 
 /* tp_req.c */
-void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
 int tp_req_progress(struct droce_qp *qp);
 void tp_req_timers(struct droce_qp *qp, uint64_t now);
-void tp_req_complete_ready(struct droce_qp *qp);
+void tp_req_rewind(struct droce_qp *qp, uint32_t psn);
+void tp_req_loss(struct droce_qp *qp);
 
 /* tp_comp.c */
+void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
+void tp_comp_retire(struct droce_qp *qp);
 void tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt);
 void tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st);
 
 /* tp_resp.c */
+/* A request for qp; len_bad: the packet breaks the length rules of C9-92. */
+void tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
+		const uint8_t *frame, int len_bad);
+
+/* tp_resp_tx.c */
+void tp_resp_last_ack(struct droce_qp *qp);
 int tp_resp_progress(struct droce_qp *qp);
 void tp_resp_res_resized(struct droce_qp *qp);
 int tp_resp_busy(const struct droce_qp *qp);
@@ -376,28 +537,26 @@ int tp_resp_busy(const struct droce_qp *qp);
 uint8_t *tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b);
 void tp_tx_done(struct droce_qp *qp, struct droce_txbuf *b, uint32_t len);
 /* Zero-copy transmit (droce_tp_io.zc_min): whether a payload of plen bytes
- * in a frame of IP version ip_ver goes by reference, and the tp_tx_done of
- * such a frame (headers in buf, payload b->span[0, n)); -1: copy it. */
+ * in a frame of IP version ip_ver goes by reference. */
 static inline int
 tp_tx_zc_wanted(const struct droce_tp_queue *q, uint8_t ip_ver, uint32_t plen)
 {
 	return q->io.zc_min && plen >= q->io.zc_min && ip_ver == 4;
 }
+/* The tp_tx_done of a frame sent by reference (headers in buf, payload
+ * b->span[0, n)); -1: copy it. */
 int tp_tx_spans_done(struct droce_qp *qp, struct droce_txbuf *b,
 		const uint8_t *buf, uint32_t hlen, uint32_t n, uint32_t plen);
 void tp_tx_flush(struct droce_tp_queue *q);
 int tp_tx_room(struct droce_tp_queue *q);
 void tp_qp_set_template(struct droce_qp *qp);
+/* For UD: the template comes from the WR's address handle. */
 void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
-		const struct droce_ah *ah);
+		const struct droce_av *av);
+/* Finish a frame whose payload is in place: pad, ICRC (IPv6: UDP csum). */
 uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
-int tp_wc_opcode_send(enum ibv_wr_opcode op);
-void tp_req_rewind(struct droce_qp *qp, uint32_t psn);
-void tp_req_loss(struct droce_qp *qp);
-void tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
-		const uint8_t *frame);
 
-/* rq */
+/* tp_rq.c */
 int tp_rq_init(struct tp_rq *rq, uint32_t wr, uint32_t sge);
 void tp_rq_free(struct tp_rq *rq);
 int tp_rq_post(struct tp_rq *rq, struct ibv_recv_wr *wr,
@@ -407,6 +566,17 @@ static inline uint32_t
 tp_rq_count(const struct tp_rq *rq)
 {
 	return rq->head - rq->tail;
+}
+
+/* ---- helpers ---- */
+
+/* PSNs a message of len bytes takes: one per path MTU, at least one. */
+static inline uint32_t
+tp_msg_npsn(const struct droce_qp *qp, uint64_t len)
+{
+	uint64_t n = (len + qp->mtu - 1) / qp->mtu;
+
+	return n ? (uint32_t)n : 1;
 }
 
 static inline uint32_t

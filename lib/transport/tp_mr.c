@@ -125,6 +125,19 @@ struct droce_mr *
 droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 		unsigned int access)
 {
+	return droce_mr_reg_va(pd, addr, (uint64_t)(uintptr_t)addr, len, iova,
+		access);
+}
+
+/*
+ * host: where this process reaches the memory (the data path's reads and
+ * writes, population, zero-copy spans); local_va: where its owner does
+ * (local SGEs, ibv_mr.addr); iova: where the peer does (rkey access).
+ */
+struct droce_mr *
+droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
+		size_t len, uint64_t iova, unsigned int access)
+{
 	struct droce_dev *dev = pd->dev;
 	struct droce_mr *mr;
 	uint32_t key;
@@ -134,11 +147,11 @@ droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 			!(access & IBV_ACCESS_LOCAL_WRITE)) ||
 			len > dev->lim.max_mr_size ||
-			(addr == NULL && len != 0)) {
+			(host == NULL && len != 0)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	rc = mr_populate(addr, len, access);
+	rc = mr_populate(host, len, access);
 	if (rc != 0) {
 		errno = rc;
 		return NULL;
@@ -161,11 +174,12 @@ droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 	pthread_mutex_unlock(&dev->lock);
 	mr->pd = pd;
 	mr->zc_refs = 1;
-	mr->base = addr;
+	mr->base = host;
+	mr->local_va = local_va;
 	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
 	mr->len = len;
 	mr->access = access;
-	mr->ibv.addr = addr;
+	mr->ibv.addr = (void *)(uintptr_t)local_va;
 	mr->ibv.length = len;
 	mr->ibv.lkey = key;
 	mr->ibv.rkey = key;
@@ -396,27 +410,33 @@ droce_mw_bind1(struct droce_qp *qp, struct droce_mw *mw,
 }
 
 /* Invalidate an rkey (LOCAL_INV, SEND_WITH_INV): only type 2 windows. */
+/* The type-2 MW of this QP's PD that rkey names, or NULL (dev->lock held). */
+static struct droce_mw *
+inv_target_locked(struct droce_qp *qp, uint32_t rkey)
+{
+	struct tp_key *k = key_find(qp->dev, rkey);
+	struct droce_mw *mw;
+
+	if (k == NULL || k->kind != TP_KEY_MW)
+		return NULL;
+	mw = k->obj;
+	if (mw->type != IBV_MW_TYPE_2 || mw->pd != qp->pd)
+		return NULL;
+	return mw;
+}
+
 int
-tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey)
+tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey, int check_only)
 {
 	struct droce_dev *dev = qp->dev;
-	struct tp_key *k;
 	struct droce_mw *mw;
 
 	pthread_mutex_lock(&dev->lock);
-	k = key_find(dev, rkey);
-	if (k == NULL || k->kind != TP_KEY_MW) {
-		pthread_mutex_unlock(&dev->lock);
-		return -EINVAL;
-	}
-	mw = k->obj;
-	if (mw->type != IBV_MW_TYPE_2 || mw->pd != qp->pd) {
-		pthread_mutex_unlock(&dev->lock);
-		return -EINVAL;
-	}
-	mw_unbind_locked(mw);
+	mw = inv_target_locked(qp, rkey);
+	if (mw != NULL && !check_only)
+		mw_unbind_locked(mw);
 	pthread_mutex_unlock(&dev->lock);
-	return 0;
+	return mw != NULL ? 0 : -EINVAL;
 }
 
 struct droce_mr *
@@ -491,17 +511,18 @@ sge_addr_mr(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *s, unsigned int need, struct droce_mr **mrp)
 {
 	struct droce_mr *mr = tp_lkey_lookup(dev, pd, s->lkey);
-	uint64_t a;
+	uint64_t lo, a;
 
 	if (mr == NULL || (mr->access & need) != need)
 		return NULL;
 	*mrp = mr;
-	/* ZERO_BASED MRs take addresses as offsets; others virtual. */
-	a = (mr->access & IBV_ACCESS_ZERO_BASED) ? s->addr :
-		s->addr - (uint64_t)(uintptr_t)mr->base;
-	if (s->addr < ((mr->access & IBV_ACCESS_ZERO_BASED) ? 0 :
-			(uint64_t)(uintptr_t)mr->base) ||
-			s->length > mr->len || a > mr->len - s->length)
+	/* ZERO_BASED MRs take addresses as offsets; others the owner's
+	 * virtual addresses (local_va), which need not be ours */
+	lo = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : mr->local_va;
+	if (s->addr < lo)
+		return NULL;
+	a = s->addr - lo;
+	if (s->length > mr->len || a > mr->len - s->length)
 		return NULL;
 	return mr->base + a;
 }
@@ -585,14 +606,21 @@ tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,
 	return len ? -EMSGSIZE : (int)k;
 }
 
-int
-tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, uint64_t off,
-		const uint8_t *src, uint32_t len)
+/*
+ * Walk len bytes at byte offset off of an SGE list, every lkey checked:
+ * the first max pieces (address, length) are stored in dst and cnt, and
+ * *k says how many. 0, -EPERM (an lkey) or -EMSGSIZE (the list is too
+ * short); nothing is written to memory.
+ */
+static int
+sge_walk(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off, uint32_t len,
+		uint8_t **dst, uint32_t *cnt, uint32_t max, uint32_t *k)
 {
 	uint32_t i, c;
-	uint8_t *dst;
+	uint8_t *d;
 
+	*k = 0;
 	for (i = 0; i < n && len; i++) {
 		if (off >= sge[i].length) {
 			off -= sge[i].length;
@@ -601,13 +629,66 @@ tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
 		c = sge[i].length - (uint32_t)off;
 		if (c > len)
 			c = len;
-		dst = sge_addr(dev, pd, &sge[i], IBV_ACCESS_LOCAL_WRITE);
-		if (dst == NULL)
+		d = sge_addr(dev, pd, &sge[i], IBV_ACCESS_LOCAL_WRITE);
+		if (d == NULL)
 			return -EPERM;
-		memcpy(dst + off, src, c);
-		src += c;
+		if (*k < max) {
+			dst[*k] = d + off;
+			cnt[(*k)++] = c;
+		}
 		len -= c;
 		off = 0;
 	}
 	return len ? -EMSGSIZE : 0;
+}
+
+int
+tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off, uint32_t len)
+{
+	uint32_t k;
+
+	return sge_walk(dev, pd, sge, n, off, len, NULL, NULL, 0, &k);
+}
+
+/*
+ * Scatter len bytes into an SGE list at byte offset off. Every piece is
+ * resolved and checked before the first byte is written, so that a
+ * rejected packet (a bad lkey, a buffer too short) leaves memory as it
+ * was: -EPERM or -EMSGSIZE, and nothing copied.
+ */
+int
+tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		const uint8_t *src, uint32_t len)
+{
+	uint8_t *dst[TP_SGE_PIECES];
+	uint32_t cnt[TP_SGE_PIECES];
+	uint32_t i, k;
+	uint8_t *d;
+	int rc;
+
+	if (n == 1) {	/* the common case, without the piece list */
+		if (off > sge->length || len > sge->length - off)
+			return -EMSGSIZE;
+		d = sge_addr(dev, pd, sge, IBV_ACCESS_LOCAL_WRITE);
+		if (d == NULL)
+			return -EPERM;
+		memcpy(d + off, src, len);
+		return 0;
+	}
+	rc = sge_walk(dev, pd, sge, n, off, len, dst, cnt, TP_SGE_PIECES, &k);
+	/* all checked: copy, TP_SGE_PIECES at a time past a long list */
+	while (rc == 0 && len) {
+		for (i = 0; i < k; i++) {
+			memcpy(dst[i], src, cnt[i]);
+			src += cnt[i];
+			off += cnt[i];
+			len -= cnt[i];
+		}
+		if (len)
+			sge_walk(dev, pd, sge, n, off, len, dst, cnt,
+				TP_SGE_PIECES, &k);
+	}
+	return rc;
 }

@@ -17,38 +17,17 @@
 
 #include "tp_internal.h"
 
-/* Which WR opcodes each transport accepts (ibv_post_send(3) table). */
-static int
-opcode_ok(enum ibv_qp_type t, enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		return 1;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
-	case IBV_WR_SEND_WITH_INV:
-		return t == IBV_QPT_RC || t == IBV_QPT_UC;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return t == IBV_QPT_RC;
-	default:
-		return 0;
-	}
-}
-
 /* The WR's errno, 0 if it may be posted; *lenp: its message length. */
 static int
 check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
-		uint64_t *lenp)
+		uint64_t *lenp, unsigned int *flagsp)
 {
+	const struct tp_wr_opcode_info *wi = tp_wr_opcode(qp->type, wr->opcode);
 	uint64_t len;
 
-	if (!opcode_ok(qp->type, wr->opcode))
+	if (wi == NULL)
 		return EINVAL;
+	*flagsp = wi->flags;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge ||
 			(wr->num_sge > 0 && wr->sg_list == NULL))
 		return EINVAL;
@@ -56,30 +35,21 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 	*lenp = len;
 	if (len > qp->dev->lim.max_msg_sz)
 		return EINVAL;
-	if ((wr->send_flags & IBV_SEND_INLINE) && len > qp->sq.max_inline &&
-			wr->opcode != IBV_WR_RDMA_READ)
-		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		/* a READ's or an atomic's SGEs receive: nothing to inline */
+		if (wi->flags & TP_WRF_RD_ATOMIC)
+			return EINVAL;
+		if (len > qp->sq.max_inline)
+			return EINVAL;
+	}
 	if ((wr->send_flags & IBV_SEND_FENCE) && qp->type != IBV_QPT_RC)
 		return EINVAL;
-	switch (wr->opcode) {
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		/* 8 bytes, 8-byte aligned remote address (IBTA 9.4.5) */
-		if ((wr->wr.atomic.remote_addr & 7) || len != 8 ||
-				(wr->send_flags & IBV_SEND_INLINE))
-			return EINVAL;
-		break;
-	case IBV_WR_RDMA_READ:
-		if (wr->send_flags & IBV_SEND_INLINE)
-			return EINVAL;
-		break;
-	case IBV_WR_BIND_MW:
-		if (wr->bind_mw.mw == NULL)
-			return EINVAL;
-		break;
-	default:
-		break;
-	}
+	/* 8 bytes, 8-byte aligned remote address (IBTA 9.4.5) */
+	if ((wi->flags & TP_WRF_ATOMIC) &&
+			((wr->wr.atomic.remote_addr & 7) || len != 8))
+		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW && wr->bind_mw.mw == NULL)
+		return EINVAL;
 	if (qp->type == IBV_QPT_UD) {
 		if (wr->wr.ud.ah == NULL)
 			return EINVAL;
@@ -91,17 +61,17 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/* f: the opcode's enum tp_wr_flag */
 static void
 fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
-		uint64_t len)
+		uint64_t len, unsigned int f)
 {
 	w->wr_id = wr->wr_id;
-	w->opcode = wr->opcode;
+	w->opcode = (uint8_t)wr->opcode;
+	w->wr_flags = (uint16_t)f;
 	w->flags = wr->send_flags;
 	w->signaled = qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED);
-	w->imm_or_inv = wr->opcode == IBV_WR_SEND_WITH_INV ||
-		wr->opcode == IBV_WR_LOCAL_INV ? wr->invalidate_rkey :
-		wr->imm_data;
+	w->imm_or_inv = (f & TP_WRF_INV) ? wr->invalidate_rkey : wr->imm_data;
 	w->num_sge = (uint32_t)wr->num_sge;
 	w->length = len;
 	w->state = TP_WQE_POSTED;
@@ -110,30 +80,21 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 	w->rd_counted = 0;
 	w->rd_inflight = 0;
 	w->inline_data = NULL;
-	switch (wr->opcode) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
+	if (f & (TP_WRF_WRITE | TP_WRF_READ)) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+	} else if (f & TP_WRF_ATOMIC) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
-		break;
-	case IBV_WR_BIND_MW:
+	} else if (wr->opcode == IBV_WR_BIND_MW) {
 		w->mw = droce_mw_from_ibv(wr->bind_mw.mw);
 		w->bind = wr->bind_mw.bind_info;
 		w->bind_rkey = wr->bind_mw.rkey;
-		break;
-	default:
-		break;
 	}
 	if (qp->type == IBV_QPT_UD) {
-		w->ah = droce_ah_from_ibv(wr->wr.ud.ah);
+		w->av = droce_ah_from_ibv(wr->wr.ud.ah)->av;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
 	}
@@ -162,6 +123,7 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 {
 	struct ibv_send_wr *w;
 	uint64_t len;
+	unsigned int f;
 	uint32_t n = 0;
 	int rc;
 
@@ -177,7 +139,7 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 	if (all_or_nothing) {
 		/* validate the whole list before the first one is queued */
 		for (w = wr; w != NULL; w = w->next, n++) {
-			rc = check_send_wr(qp, w, &len);
+			rc = check_send_wr(qp, w, &len, &f);
 			if (rc == 0 && qp->sq.head - qp->sq.tail + n >= qp->sq.size)
 				rc = ENOMEM;
 			if (rc) {
@@ -190,8 +152,9 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		if (all_or_nothing) {
 			len = wr->num_sge ? tp_sge_total(wr->sg_list,
 				wr->num_sge) : 0;
+			f = tp_wr_opcode_info[wr->opcode].flags;
 		} else {
-			rc = check_send_wr(qp, wr, &len);
+			rc = check_send_wr(qp, wr, &len, &f);
 			if (rc == 0 && qp->sq.head - qp->sq.tail >= qp->sq.size)
 				rc = ENOMEM;
 			if (rc) {
@@ -199,8 +162,7 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 				return rc;
 			}
 		}
-		fill_swqe(qp, &qp->sq.wqe[qp->sq.head & (qp->sq.size - 1)], wr,
-			len);
+		fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len, f);
 		qp->sq.head++;
 	}
 	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_SQE)
@@ -220,6 +182,35 @@ droce_qp_post_send_all(struct droce_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr)
 {
 	return post_send(qp, wr, bad_wr, true);
+}
+
+int
+droce_qp_post_refused(struct droce_qp *qp, uint64_t wr_id, uint32_t wr_opcode,
+		enum ibv_wc_status status)
+{
+	struct tp_swqe *w;
+
+	if (qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_SQE)
+		return EINVAL;
+	if (qp->sq.head - qp->sq.tail >= qp->sq.size)
+		return ENOMEM;
+	w = tp_sq_wqe(qp, qp->sq.head);
+	w->wr_id = wr_id;
+	/* an opcode the QP does not take completes as a send */
+	w->opcode = tp_wr_opcode(qp->type, (enum ibv_wr_opcode)wr_opcode) !=
+		NULL ? (uint8_t)wr_opcode : IBV_WR_SEND;
+	w->wr_flags = 0;
+	w->flags = 0;
+	w->signaled = 1;
+	w->num_sge = 0;
+	w->length = 0;
+	w->inline_data = NULL;
+	w->read_done = w->rd_counted = w->rd_inflight = 0;
+	w->state = TP_WQE_DONE;
+	w->status = status;
+	qp->sq.head++;
+	tp_qp_flush(qp);
+	return 0;
 }
 
 int

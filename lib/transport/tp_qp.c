@@ -210,10 +210,8 @@ qp_reset(struct droce_qp *qp)
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
 	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 	qp->ack_deadline = qp->rnr_deadline = 0;
-	qp->need_retransmit = 0;
 	qp->rx_have_wqe = 0;
 	qp->ack_pending = 0;
-	qp->atomic_ack_pending = 0;
 	qp->nak_sent = 0;
 	qp->uc_drop = 0;
 	qp->msn = 0;
@@ -353,9 +351,20 @@ qpn_alloc(struct droce_dev *dev, uint32_t q)
 	return 0;
 }
 
-struct droce_qp *
-droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
-		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq)
+static void
+qp_free(struct droce_qp *qp)
+{
+	tp_rq_free(&qp->rq);
+	free(qp->sq.wqe);
+	free(qp->sq.sges);
+	free(qp->sq.inline_buf);
+	free(qp);
+}
+
+static struct droce_qp *
+qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
+		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq,
+		int gsi)
 {
 	struct droce_dev *dev = pd->dev;
 	struct ibv_qp_cap *cap = &attr->cap;
@@ -426,10 +435,20 @@ droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	qp->cap = *cap;
 
 	pthread_mutex_lock(&dev->lock);
-	qpn = dev->nb_qp < lim->max_qp ?
-		qpn_alloc(dev, scq->queue->index) : 0;
+	if (gsi)	/* QPN 1, on the queue that number says */
+		qpn = dev->qp_tab[TP_GSI_QPN] == NULL &&
+			droce_qpn_queue(dev, TP_GSI_QPN) == scq->queue->index ?
+			TP_GSI_QPN : 0;
+	else
+		qpn = dev->nb_qp < lim->max_qp ?
+			qpn_alloc(dev, scq->queue->index) : 0;
 	if (qpn == 0 || tp_queue_add_qp(scq->queue, qp) != 0) {
 		pthread_mutex_unlock(&dev->lock);
+		if (gsi && qpn == 0) {
+			qp_free(qp);
+			errno = EBUSY;
+			return NULL;
+		}
 		goto nomem;
 	}
 	qp->qpn = qpn;
@@ -444,13 +463,27 @@ droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	qp->tmpl.udp_sport = droce_udp_sport_qpn(qpn);
 	return qp;
 nomem:
-	tp_rq_free(&qp->rq);
-	free(qp->sq.wqe);
-	free(qp->sq.sges);
-	free(qp->sq.inline_buf);
-	free(qp);
+	qp_free(qp);
 	errno = ENOMEM;
 	return NULL;
+}
+
+struct droce_qp *
+droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
+		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq)
+{
+	return qp_create(pd, attr, scq, rcq, srq, 0);
+}
+
+struct droce_qp *
+droce_qp_create_gsi(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
+		struct droce_cq *scq, struct droce_cq *rcq)
+{
+	if (attr->qp_type != IBV_QPT_UD) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return qp_create(pd, attr, scq, rcq, NULL, 1);
 }
 
 int
@@ -459,6 +492,11 @@ droce_qp_destroy(struct droce_qp *qp)
 	struct droce_dev *dev = qp->dev;
 
 	pthread_mutex_lock(&dev->lock);
+	if (qp->nb_mcast) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EBUSY;
+	}
+	tp_resp_last_ack(qp);	/* the frame outlives the QP */
 	dev->qp_tab[qp->qpn] = NULL;
 	dev->nb_qp--;
 	tp_queue_del_qp(qp->queue, qp);
@@ -494,36 +532,6 @@ droce_qp_state(const struct droce_qp *qp)
 	return qp->state;
 }
 
-static int
-wc_opcode_send(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	case IBV_WR_LOCAL_INV:
-		return IBV_WC_LOCAL_INV;
-	case IBV_WR_BIND_MW:
-		return IBV_WC_BIND_MW;
-	default:
-		return IBV_WC_SEND;
-	}
-}
-
-int tp_wc_opcode_send(enum ibv_wr_opcode op);
-
-int
-tp_wc_opcode_send(enum ibv_wr_opcode op)
-{
-	return wc_opcode_send(op);
-}
-
 /*
  * Flush (IBTA 10.3.1: in ERR every outstanding and later WR completes
  * with IBV_WC_WR_FLUSH_ERR; flush completions are always generated).
@@ -535,13 +543,13 @@ tp_qp_flush(struct droce_qp *qp)
 	struct tp_rwqe rw;
 
 	while (qp->sq.tail != qp->sq.head) {
-		struct tp_swqe *w = &qp->sq.wqe[qp->sq.tail & (qp->sq.size - 1)];
+		struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.tail);
 
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = w->wr_id;
 		wc.status = w->state == TP_WQE_DONE ? w->status :
 			IBV_WC_WR_FLUSH_ERR;
-		wc.opcode = wc_opcode_send(w->opcode);
+		wc.opcode = tp_wr_opcode_info[w->opcode].wc_opcode;
 		wc.qp_num = qp->qpn;
 		tp_cq_push(qp->scq, &wc, 0);
 		qp->sq.tail++;
@@ -569,7 +577,6 @@ tp_qp_flush(struct droce_qp *qp)
 		}
 	}
 	qp->ack_pending = 0;
-	qp->atomic_ack_pending = 0;
 	memset(qp->res, 0, sizeof(qp->res));
 }
 

@@ -15,7 +15,7 @@
 static int
 transport_matches(const struct droce_qp *qp, uint8_t opcode)
 {
-	switch (opcode & 0xe0) {
+	switch (opcode & DROCE_TRANSPORT_MASK) {
 	case DROCE_TRANSPORT_RC:
 		return qp->type == IBV_QPT_RC;
 	case DROCE_TRANSPORT_UC:
@@ -25,6 +25,65 @@ transport_matches(const struct droce_qp *qp, uint8_t opcode)
 	default:
 		return 0;
 	}
+}
+
+/*
+ * Is the frame addressed to this device's MAC? A port that sees other
+ * hosts' frames (promiscuous, a bridge, a shared segment) must not let a
+ * peer reach our QPs with frames meant for someone else. The MAC is
+ * checked before the parse (and its ICRC). A multicast frame goes to the
+ * queue's groups (tp_mcast.c) where its QPs joined any: only frames that
+ * miss the device's MAC pay for that test.
+ */
+static int
+mac_ours(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
+{
+	const uint8_t *mac = q->dev->conf.mac;
+	uint32_t a, b;
+	uint16_t c, d;
+
+	/* two loads each way, not a call to memcmp: once per frame */
+	memcpy(&a, frame, 4);
+	memcpy(&b, mac, 4);
+	memcpy(&c, frame + 4, 2);
+	memcpy(&d, mac + 4, 2);
+	if (a == b && c == d)
+		return 1;
+	if (!(frame[0] & 1))
+		q->st.rx_drop_mac++;
+	else if (q->nb_mc)
+		tp_mcast_rx(q, frame, len);
+	else
+		q->st.rx_drop_mcast++;
+	return 0;
+}
+
+static int
+gid_ours(struct droce_tp_queue *q, const uint8_t gid[16])
+{
+	const struct droce_dev *dev = q->dev;
+	uint64_t hi, lo;
+	uint32_t i, ip4;
+
+	memcpy(&hi, gid, 8);
+	memcpy(&lo, gid + 8, 8);
+	/* the GID the last frame was for first: one compare per frame */
+	i = q->gid_hit;
+	if (i < dev->nb_gids && dev->gid_words[i][0] == hi &&
+			dev->gid_words[i][1] == lo)
+		return 1;
+	for (i = 0; i < dev->nb_gids; i++) {
+		if (dev->gid_words[i][0] == hi && dev->gid_words[i][1] == lo) {
+			q->gid_hit = i;
+			return 1;
+		}
+	}
+	/* ff00::/8, or ::ffff:224.0.0.0/4 */
+	if (gid[0] == 0xff || (droce_gid_is_ipv4(gid, &ip4) && ip4 >> 28 == 0xe))
+		q->st.rx_drop_mcast++;
+	else
+		q->st.rx_drop_ip++;
+	return 0;
 }
 
 static void
@@ -40,17 +99,29 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	struct droce_dev *dev = q->dev;
 	struct droce_pkt pkt;
 	struct droce_qp *qp;
-	int rc;
+	int rc, len_bad;
 
 	q->st.rx_pkts++;
 	q->st.rx_bytes += len;
-	rc = droce_wire_parse(frame, len, &opts, &pkt);
-	if (rc != 0) {
-		q->st.rx_drop_parse[-rc]++;
+	if (len < 6 || !mac_ours(q, frame, len))
 		return;
+	rc = droce_wire_parse(frame, len, &opts, &pkt);
+	len_bad = 0;
+	if (rc != 0) {
+		/* length defects of an authentic packet: answered below */
+		if (rc != DROCE_WIRE_EMTU && rc != DROCE_WIRE_ELENGTH) {
+			q->st.rx_drop_parse[-rc]++;
+			return;
+		}
+		len_bad = 1;
 	}
-	if (pkt.opcode == DROCE_OP_CNP)
+	if (!gid_ours(q, pkt.dgid))
+		return;
+	if (pkt.opcode == DROCE_OP_CNP) {
+		if (len_bad)
+			q->st.rx_drop_parse[-rc]++;
 		return;	/* no congestion control yet: counted, ignored */
+	}
 	if (pkt.dqpn >= dev->qp_tab_size || pkt.pkey != 0xffff) {
 		q->st.rx_drop_noqp++;
 		return;
@@ -60,11 +131,21 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 		q->st.rx_drop_noqp++;
 		return;
 	}
-	/* Connected QPs take frames only from their peer and path MTU. */
-	if (qp->type != IBV_QPT_UD) {
-		if (memcmp(pkt.sgid, qp->av.dgid, 16) != 0 ||
-				pkt.payload_len > qp->mtu) {
-			q->st.rx_drop_state++;
+	/* Connected QPs take frames only from their peer. */
+	if (qp->type != IBV_QPT_UD && memcmp(pkt.sgid, qp->av.dgid, 16) != 0) {
+		q->st.rx_drop_src++;
+		return;
+	}
+	if (qp->type != IBV_QPT_UD && pkt.payload_len > qp->mtu)
+		len_bad = 1;
+	if (len_bad) {
+		/* Only an RC responder has a way to say so (C9-92). */
+		if (qp->type != IBV_QPT_RC ||
+				(droce_opcode_info[pkt.opcode].flags & DROCE_OPF_RESP)) {
+			if (rc != 0)
+				q->st.rx_drop_parse[-rc]++;
+			else
+				qp->st.rx_drop_len++;
 			return;
 		}
 	}
@@ -73,7 +154,7 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	if (droce_opcode_info[pkt.opcode].flags & DROCE_OPF_RESP)
 		tp_comp_rx(qp, &pkt);
 	else
-		tp_resp_rx_frame(qp, &pkt, frame);
+		tp_resp_rx_frame(qp, &pkt, frame, len_bad);
 }
 
 uint32_t

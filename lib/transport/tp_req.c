@@ -8,104 +8,12 @@
  * unacknowledged PSNs, honours READ/atomic credits and FENCE, and runs the
  * retransmission (local ACK timeout) and RNR timers. Retransmission is
  * go-back-N: rewind to the WQE holding the PSN and send again from there.
+ * Completion belongs to the completer (tp_comp.c), as in rxe.
  */
 
 #include <string.h>
 
 #include "tp_internal.h"
-
-static inline struct tp_swqe *
-wqe_at(struct droce_qp *qp, uint32_t i)
-{
-	return &qp->sq.wqe[i & (qp->sq.size - 1)];
-}
-
-static uint32_t
-msg_npsn(const struct droce_qp *qp, uint64_t len)
-{
-	uint64_t n = (len + qp->mtu - 1) / qp->mtu;
-
-	return n ? (uint32_t)n : 1;
-}
-
-static int
-is_rd_atomic(enum ibv_wr_opcode op)
-{
-	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
-		op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-/* Mark a WQE done with status; completions go out in order later. */
-void
-tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
-{
-	if (w->state == TP_WQE_DONE)
-		return;
-	if (w->rd_counted) {
-		w->rd_counted = 0;
-		qp->rd_atomic_out--;
-	}
-	if (w->rd_inflight) {
-		w->rd_inflight = 0;
-		qp->rd_in_flight--;
-		/* answered: open the window again, one per answer */
-		if (st == IBV_WC_SUCCESS && qp->rd_cwnd < qp->max_rd_atomic)
-			qp->rd_cwnd++;
-	}
-	w->state = TP_WQE_DONE;
-	w->status = st;
-}
-
-/* Complete, in order, the WQEs at the tail that are done. */
-void
-tp_req_complete_ready(struct droce_qp *qp)
-{
-	struct ibv_wc *wc;
-
-	while (qp->sq.tail != qp->sq.head) {
-		struct tp_swqe *w = wqe_at(qp, qp->sq.tail);
-
-		if (w->state != TP_WQE_DONE)
-			break;
-		if ((w->signaled || w->status != IBV_WC_SUCCESS) &&
-				(wc = tp_cq_slot(qp->scq)) != NULL) {
-			wc->wr_id = w->wr_id;
-			wc->status = w->status;
-			wc->opcode = tp_wc_opcode_send(w->opcode);
-			wc->qp_num = qp->qpn;
-			if (w->opcode == IBV_WR_RDMA_READ ||
-					w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-					w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
-				wc->byte_len = (uint32_t)w->length;
-			tp_cq_commit(qp->scq, 0);
-		}
-		qp->sq.tail++;
-		if ((int32_t)(qp->sq.cur - qp->sq.tail) < 0) {
-			/* completed ahead of a rewound cur: resume at una */
-			qp->sq.cur = qp->sq.tail;
-			qp->cur_off = 0;
-			tp_req_rewind(qp, qp->una);
-		}
-		if (w->status != IBV_WC_SUCCESS) {
-			tp_qp_to_error(qp);
-			return;
-		}
-	}
-	if (qp->state == IBV_QPS_SQD && qp->sq_draining &&
-			qp->sq.tail == qp->sq.cur) {
-		qp->sq_draining = 0;
-		tp_async(qp->dev, IBV_EVENT_SQ_DRAINED, qp);
-	}
-}
-
-void
-tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st)
-{
-	if (qp->sq.tail != qp->sq.head)
-		tp_wqe_done(qp, wqe_at(qp, qp->sq.tail), st);
-	tp_req_complete_ready(qp);
-	tp_qp_to_error(qp);
-}
 
 /*
  * Go back to psn: find the WQE that holds it and resend from there. The
@@ -119,7 +27,7 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 	qp->st.rewinds++;
 
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
-		struct tp_swqe *w = wqe_at(qp, i);
+		struct tp_swqe *w = tp_sq_wqe(qp, i);
 		int32_t d;
 
 		if (w->state == TP_WQE_POSTED) {
@@ -135,15 +43,17 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 		if (d < 0 || (uint32_t)d >= w->npsn)
 			continue;
 		qp->sq.cur = i;
-		if (w->opcode == IBV_WR_RDMA_READ) {
+		if (w->wr_flags & TP_WRF_READ) {
 			/* ask again for what has not arrived */
 			qp->cur_off = w->read_done;
 			qp->psn = droce_psn_add(w->first_psn,
 				(uint32_t)(w->read_done / qp->mtu));
+		} else if (w->wr_flags & TP_WRF_ATOMIC) {
+			qp->cur_off = 0;
+			qp->psn = w->first_psn;
 		} else {
-			qp->cur_off = is_rd_atomic(w->opcode) ? 0 :
-				(uint64_t)d * qp->mtu;
-			qp->psn = is_rd_atomic(w->opcode) ? w->first_psn : psn;
+			qp->cur_off = (uint64_t)d * qp->mtu;
+			qp->psn = psn;
 		}
 		break;
 	}
@@ -154,7 +64,7 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 		qp->psn = psn;
 	}
 	for (i = qp->sq.cur; i != qp->sq.head; i++) {
-		struct tp_swqe *w = wqe_at(qp, i);
+		struct tp_swqe *w = tp_sq_wqe(qp, i);
 
 		if (w->rd_inflight) {	/* to be asked again */
 			w->rd_inflight = 0;
@@ -191,56 +101,13 @@ exec_local(struct droce_qp *qp, struct tp_swqe *w)
 	if (w->opcode == IBV_WR_BIND_MW)
 		rc = tp_bind_mw(qp, w->mw, &w->bind, w->bind_rkey);
 	else
-		rc = tp_invalidate_rkey(qp, w->imm_or_inv);
+		rc = tp_invalidate_rkey(qp, w->imm_or_inv, 0);
 	w->first_psn = qp->psn;
 	w->npsn = 0;
 	tp_wqe_done(qp, w, rc == 0 ? IBV_WC_SUCCESS : rc == -EACCES ||
 		rc == -EPERM ? IBV_WC_MW_BIND_ERR : IBV_WC_LOC_QP_OP_ERR);
 	if (w->opcode == IBV_WR_BIND_MW && rc != 0)
 		w->status = IBV_WC_MW_BIND_ERR;
-}
-
-/* The BTH opcode for the packet at offset off of a SEND/WRITE message. */
-static uint8_t
-seg_opcode(const struct droce_qp *qp, const struct tp_swqe *w, uint64_t off,
-		uint32_t plen)
-{
-	int first = off == 0, last = off + plen >= w->length;
-	uint8_t base = qp->type == IBV_QPT_UC ? DROCE_TRANSPORT_UC : 0;
-	uint8_t op;
-
-	switch (w->opcode) {
-	case IBV_WR_SEND:
-		op = first && last ? DROCE_OP_RC_SEND_ONLY :
-			first ? DROCE_OP_RC_SEND_FIRST :
-			last ? DROCE_OP_RC_SEND_LAST : DROCE_OP_RC_SEND_MIDDLE;
-		break;
-	case IBV_WR_SEND_WITH_IMM:
-		op = first && last ? DROCE_OP_RC_SEND_ONLY_IMM :
-			first ? DROCE_OP_RC_SEND_FIRST :
-			last ? DROCE_OP_RC_SEND_LAST_IMM :
-			DROCE_OP_RC_SEND_MIDDLE;
-		break;
-	case IBV_WR_SEND_WITH_INV:
-		/* UC has no SEND with invalidate opcode: RC only on the wire */
-		op = first && last ? DROCE_OP_RC_SEND_ONLY_INV :
-			first ? DROCE_OP_RC_SEND_FIRST :
-			last ? DROCE_OP_RC_SEND_LAST_INV :
-			DROCE_OP_RC_SEND_MIDDLE;
-		break;
-	case IBV_WR_RDMA_WRITE:
-		op = first && last ? DROCE_OP_RC_WRITE_ONLY :
-			first ? DROCE_OP_RC_WRITE_FIRST :
-			last ? DROCE_OP_RC_WRITE_LAST : DROCE_OP_RC_WRITE_MIDDLE;
-		break;
-	default:	/* IBV_WR_RDMA_WRITE_WITH_IMM */
-		op = first && last ? DROCE_OP_RC_WRITE_ONLY_IMM :
-			first ? DROCE_OP_RC_WRITE_FIRST :
-			last ? DROCE_OP_RC_WRITE_LAST_IMM :
-			DROCE_OP_RC_WRITE_MIDDLE;
-		break;
-	}
-	return (uint8_t)(op + base);
 }
 
 /* Copy payload of w at off into dst; -1 on a local protection error. */
@@ -284,6 +151,8 @@ zc_payload(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 static int
 send_one(struct droce_qp *qp, struct tp_swqe *w)
 {
+	const struct tp_wr_opcode_info *wi = &tp_wr_opcode_info[w->opcode];
+	unsigned int f = w->wr_flags;
 	struct droce_tp_queue *q = qp->queue;
 	struct droce_txbuf *b;
 	struct droce_pkt p;
@@ -291,14 +160,14 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	uint8_t *buf;
 	int hlen, rc;
 	uint64_t off = qp->cur_off;
-	int last;
+	int first, last;
 
 	cap = DROCE_MAX_HDR_LEN + qp->mtu + 8;
 	buf = tp_tx_get(q, cap, &b);
 	if (buf == NULL)
 		return 0;
 	if (qp->type == IBV_QPT_UD) {
-		tp_ud_template(qp, &p, w->ah);
+		tp_ud_template(qp, &p, &w->av);
 	} else {
 		/* the headers come from qp->htmpl: set what the BTH and
 		 * extension headers need, not a whole packet */
@@ -307,20 +176,49 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	}
 	p.dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
 	p.psn = qp->psn;
-	switch (w->opcode) {
-	case IBV_WR_RDMA_READ:
-		p.opcode = DROCE_OP_RC_READ_REQ;
+	if (f & TP_WRF_PAYLOAD) {	/* SEND, WRITE: the common case first */
+		first = off == 0;
+		plen = w->length - off > qp->mtu ? qp->mtu :
+			(uint32_t)(w->length - off);
+		last = off + plen >= w->length;
+		if (qp->type == IBV_QPT_UD) {
+			p.opcode = (uint8_t)(wi->pkt[TP_SEG_ONLY] +
+				DROCE_TRANSPORT_UD);
+			/* IBTA C10-15: a controlled Q_Key takes the QP's */
+			p.deth_qkey = (w->remote_qkey & 0x80000000u) ?
+				qp->qkey : w->remote_qkey;
+			p.deth_sqpn = qp->qpn;
+		} else {
+			p.opcode = (uint8_t)(wi->pkt[first | last << 1] +
+				(qp->type == IBV_QPT_UC ? DROCE_TRANSPORT_UC :
+				DROCE_TRANSPORT_RC));
+		}
+		if (first && (f & TP_WRF_WRITE)) {
+			p.reth_va = w->remote_addr;
+			p.reth_rkey = w->rkey;
+			p.reth_len = (uint32_t)w->length;
+		}
+		if (last) {
+			p.imm_data = w->imm_or_inv;
+			p.ieth_rkey = w->imm_or_inv;
+			/* only a message the peer sees complete can ask for
+			 * a solicited event */
+			if ((w->flags & IBV_SEND_SOLICITED) &&
+					(f & TP_WRF_RWR))
+				p.se = 1;
+		}
+		if (qp->type == IBV_QPT_RC)
+			p.ackreq = last || ++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
+	} else if (f & TP_WRF_READ) {
+		p.opcode = wi->pkt[TP_SEG_ONLY];
 		p.reth_va = w->remote_addr + off;
 		p.reth_rkey = w->rkey;
 		p.reth_len = (uint32_t)(w->length - off);
-		npsn_pkt = msg_npsn(qp, w->length - off);
+		npsn_pkt = tp_msg_npsn(qp, w->length - off);
 		p.ackreq = 1;
 		last = 1;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		p.opcode = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
-			DROCE_OP_RC_CMP_SWAP : DROCE_OP_RC_FETCH_ADD;
+	} else {	/* atomic */
+		p.opcode = wi->pkt[TP_SEG_ONLY];
 		p.atm_va = w->remote_addr;
 		p.atm_rkey = w->rkey;
 		p.atm_swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
@@ -329,37 +227,6 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 			w->compare_add : 0;
 		p.ackreq = 1;
 		last = 1;
-		break;
-	default:
-		plen = w->length - off > qp->mtu ? qp->mtu :
-			(uint32_t)(w->length - off);
-		if (qp->type == IBV_QPT_UD) {
-			p.opcode = w->opcode == IBV_WR_SEND_WITH_IMM ?
-				DROCE_OP_UD_SEND_ONLY_IMM : DROCE_OP_UD_SEND_ONLY;
-			/* IBTA C10-15: a controlled Q_Key takes the QP's */
-			p.deth_qkey = (w->remote_qkey & 0x80000000u) ?
-				qp->qkey : w->remote_qkey;
-			p.deth_sqpn = qp->qpn;
-		} else {
-			p.opcode = seg_opcode(qp, w, off, plen);
-		}
-		last = off + plen >= w->length;
-		if (off == 0 && (w->opcode == IBV_WR_RDMA_WRITE ||
-				w->opcode == IBV_WR_RDMA_WRITE_WITH_IMM)) {
-			p.reth_va = w->remote_addr;
-			p.reth_rkey = w->rkey;
-			p.reth_len = (uint32_t)w->length;
-		}
-		if (last) {
-			p.imm_data = w->imm_or_inv;
-			p.ieth_rkey = w->imm_or_inv;
-			if ((w->flags & IBV_SEND_SOLICITED) &&
-					w->opcode != IBV_WR_RDMA_WRITE)
-				p.se = 1;
-		}
-		if (qp->type == IBV_QPT_RC)
-			p.ackreq = last || ++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
-		break;
 	}
 	if (p.ackreq)
 		qp->noack_pkts = 0;
@@ -380,15 +247,16 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 
 	if (w->state == TP_WQE_POSTED) {
 		w->first_psn = qp->psn;
-		w->npsn = is_rd_atomic(w->opcode) || qp->type == IBV_QPT_UD ?
-			(w->opcode == IBV_WR_RDMA_READ ?
-				msg_npsn(qp, w->length) : 1) :
-			msg_npsn(qp, w->length);
+		/* a READ takes a PSN per response; an atomic and a UD
+		 * message take one */
+		w->npsn = (f & TP_WRF_ATOMIC) ||
+			(qp->type == IBV_QPT_UD && !(f & TP_WRF_READ)) ?
+			1 : tp_msg_npsn(qp, w->length);
 		w->state = TP_WQE_SENDING;
 	}
 	/* a READ or atomic holds a credit until it completes, and a place in
 	 * the window while its request is out */
-	if (is_rd_atomic(w->opcode)) {
+	if (f & TP_WRF_RD_ATOMIC) {
 		if (!w->rd_counted) {
 			w->rd_counted = 1;
 			qp->rd_atomic_out++;
@@ -428,7 +296,7 @@ local_fail(struct droce_qp *qp, struct tp_swqe *w)
 	tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
 	qp->sq.cur++;
 	qp->cur_off = 0;
-	tp_req_complete_ready(qp);
+	tp_comp_retire(qp);
 }
 
 int
@@ -441,7 +309,7 @@ tp_req_progress(struct droce_qp *qp)
 	if (qp->rnr_deadline)
 		return 0;
 	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue)) {
-		struct tp_swqe *w = wqe_at(qp, qp->sq.cur);
+		struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.cur);
 
 		/* SQD: finish the message in progress, start no new one */
 		if (qp->state == IBV_QPS_SQD && qp->cur_off == 0 &&
@@ -452,13 +320,13 @@ tp_req_progress(struct droce_qp *qp)
 			qp->cur_off = 0;
 			continue;
 		}
-		if (w->opcode == IBV_WR_BIND_MW || w->opcode == IBV_WR_LOCAL_INV) {
+		if (w->wr_flags & TP_WRF_LOCAL) {
 			/* ordered after everything before it */
 			if (qp->sq.tail != qp->sq.cur)
 				break;
 			exec_local(qp, w);
 			qp->sq.cur++;
-			tp_req_complete_ready(qp);
+			tp_comp_retire(qp);
 			if (qp->state == IBV_QPS_ERR)
 				return sent;
 			continue;
@@ -468,7 +336,8 @@ tp_req_progress(struct droce_qp *qp)
 					w->state == TP_WQE_POSTED &&
 					qp->rd_atomic_out)
 				break;
-			if (is_rd_atomic(w->opcode) && ((!w->rd_counted &&
+			if ((w->wr_flags & TP_WRF_RD_ATOMIC) &&
+					((!w->rd_counted &&
 					qp->rd_atomic_out >= (qp->max_rd_atomic ?
 						qp->max_rd_atomic : 1u)) ||
 					(!w->rd_inflight &&
@@ -488,9 +357,9 @@ tp_req_progress(struct droce_qp *qp)
 		if (w->state == TP_WQE_POSTED && qp->cur_off == 0 &&
 				w->inline_data == NULL && w->num_sge &&
 				(w->length > qp->mtu ||
-					is_rd_atomic(w->opcode)) &&
+					(w->wr_flags & TP_WRF_RD_ATOMIC)) &&
 				tp_sge_check(qp->dev, qp->pd, w->sge, w->num_sge,
-					is_rd_atomic(w->opcode) ?
+					(w->wr_flags & TP_WRF_RD_ATOMIC) ?
 					IBV_ACCESS_LOCAL_WRITE : 0) != 0) {
 			local_fail(qp, w);
 			return sent;
@@ -505,7 +374,7 @@ tp_req_progress(struct droce_qp *qp)
 		sent++;
 	}
 	if (qp->type != IBV_QPT_RC)
-		tp_req_complete_ready(qp);
+		tp_comp_retire(qp);
 	return sent;
 }
 

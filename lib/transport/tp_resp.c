@@ -9,9 +9,15 @@
  *  - duplicate: SEND/WRITE re-ACKed, READ replayed from the PSN asked,
  *    atomic answered from the replay cache, never executed twice;
  *  - ahead: one PSN-sequence-error NAK per gap, the rest dropped.
+ * A request at the expected PSN passes every check before one byte of it
+ * is placed (a rejected request leaves memory as it was): opcode sequence,
+ * packet length (C9-92), resources (RNR), keys and bounds, message length.
  * Errors: RNR NAK when no receive WQE; remote access NAK for a bad rkey,
  * bounds or permission; invalid request NAK for a malformed sequence,
- * length or misaligned atomic. UC never answers; UD has no sequence.
+ * length or misaligned atomic. UC never answers (the message is dropped);
+ * UD has no sequence. doc/transport.md has the table of defects.
+ * What the responder decides to send (ACK, NAK, READ responses, atomic
+ * ACKs) goes out from tp_resp_tx.c.
  */
 
 #include <string.h>
@@ -21,7 +27,7 @@
 static void
 queue_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
-	int is_nak = DROCE_AETH_TYPE(syndrome) != 0;
+	int is_nak = DROCE_AETH_TYPE(syndrome) != DROCE_AETH_TYPE_ACK;
 
 	/* A NAK is not overridden by a later ACK; a later NAK wins. */
 	if (qp->ack_pending && qp->ack_is_nak && !is_nak)
@@ -93,13 +99,33 @@ resp_error(struct droce_qp *qp, const struct droce_pkt *pkt, uint8_t nak,
 			(uint32_t)qp->rx_off, NULL, 0, 0);
 	}
 	qp->rx_write_base = NULL;
-	qp->rx_msg = 0;
+	qp->rx_msg = TP_RX_NONE;
 	if (qp->type == IBV_QPT_RC) {
 		/* The NAK must still go out: the QP errors after sending it. */
 		qp->rx_err = 1;
 	} else {
 		tp_qp_to_error(qp);
 	}
+}
+
+/*
+ * A request the responder refuses for what the packet says (its opcode
+ * sequence, length, key or bounds): RC answers with a NAK and errors the
+ * QP (class C); UC has no way to answer, so the message is dropped and its
+ * receive WQE kept for the next one (class D).
+ */
+static void
+reject(struct droce_qp *qp, const struct droce_pkt *pkt, uint8_t nak,
+		enum ibv_wc_status st)
+{
+	if (qp->type == IBV_QPT_RC) {
+		resp_error(qp, pkt, nak, st);
+		return;
+	}
+	qp->st.rx_drop_uc++;
+	qp->rx_write_base = NULL;
+	qp->rx_msg = TP_RX_NONE;
+	qp->uc_drop = 1;
 }
 
 static void
@@ -121,6 +147,7 @@ ud_rx(struct droce_qp *qp, const struct droce_pkt *pkt, const uint8_t *frame)
 	struct tp_rwqe rw;
 	uint8_t grh[DROCE_GRH_LEN];
 	unsigned int flags = IBV_WC_GRH;
+	int rc;
 
 	if (pkt->deth_qkey != qp->qkey) {
 		qp->queue->st.rx_drop_qkey++;
@@ -131,26 +158,44 @@ ud_rx(struct droce_qp *qp, const struct droce_pkt *pkt, const uint8_t *frame)
 		return;
 	}
 	write_grh(grh, frame, pkt);
-	if (tp_sge_total(rw.sge, rw.num_sge) < DROCE_GRH_LEN + pkt->payload_len) {
-		rx_complete(qp, &rw, IBV_WC_LOC_LEN_ERR, IBV_WC_RECV, 0, NULL,
+	/* the whole receive checked before the GRH goes in */
+	rc = tp_sge_room(qp->dev, qp->pd, rw.sge, rw.num_sge, 0,
+		DROCE_GRH_LEN + pkt->payload_len);
+	if (rc != 0) {
+		rx_complete(qp, &rw, rc == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR :
+			IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, NULL,
 			pkt->deth_sqpn, 0);
 		tp_qp_to_error(qp);
 		return;
 	}
-	if (tp_sge_copy_in(qp->dev, qp->pd, rw.sge, rw.num_sge, 0, grh,
-			DROCE_GRH_LEN) != 0 ||
-			(pkt->payload_len && tp_sge_copy_in(qp->dev, qp->pd,
-			rw.sge, rw.num_sge, DROCE_GRH_LEN, pkt->payload,
-			pkt->payload_len) != 0)) {
-		rx_complete(qp, &rw, IBV_WC_LOC_PROT_ERR, IBV_WC_RECV, 0, NULL,
-			pkt->deth_sqpn, 0);
-		tp_qp_to_error(qp);
-		return;
-	}
+	tp_sge_copy_in(qp->dev, qp->pd, rw.sge, rw.num_sge, 0, grh,
+		DROCE_GRH_LEN);
+	if (pkt->payload_len)
+		tp_sge_copy_in(qp->dev, qp->pd, rw.sge, rw.num_sge,
+			DROCE_GRH_LEN, pkt->payload, pkt->payload_len);
 	if (pkt->opcode == DROCE_OP_UD_SEND_ONLY_IMM)
 		flags |= IBV_WC_WITH_IMM;
 	rx_complete(qp, &rw, IBV_WC_SUCCESS, IBV_WC_RECV,
 		DROCE_GRH_LEN + pkt->payload_len, pkt, pkt->deth_sqpn, flags);
+}
+
+/*
+ * An RNR NAK for a packet that needs a receive WQE and found none (RC:
+ * class B, the requester retries it later; UC: the message is dropped).
+ * Nothing of the packet has been taken or placed.
+ */
+static void
+no_rwqe(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	if (qp->type == IBV_QPT_RC) {
+		queue_ack(qp, pkt->psn, DROCE_AETH_RNR(qp->min_rnr_timer));
+		qp->st.rnr_nak_tx++;
+		/* stay quiet until the retry comes */
+		qp->nak_sent = 1;
+	} else {
+		qp->rx_msg = TP_RX_NONE;
+		qp->uc_drop = 1;
+	}
 }
 
 /* SEND packet at the expected PSN. 0 executed, -1 refused (RNR/err). */
@@ -158,32 +203,31 @@ static int
 exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
 	unsigned int flags = 0;
+	int rc;
 
-	if (f & DROCE_OPF_START) {
-		if (!qp->rx_have_wqe) {
-			if (take_rwqe(qp, &qp->rx_wqe) != 0) {
-				if (qp->type == IBV_QPT_RC) {
-					queue_ack(qp, pkt->psn, DROCE_AETH_RNR(
-						qp->min_rnr_timer));
-					qp->st.rnr_nak_tx++;
-					/* stay quiet until the retry comes */
-					qp->nak_sent = 1;
-				} else {
-					qp->uc_drop = 1;
-				}
-				return -1;
-			}
-			qp->rx_have_wqe = 1;
+	if ((f & DROCE_OPF_START) && !qp->rx_have_wqe) {
+		if (take_rwqe(qp, &qp->rx_wqe) != 0) {
+			no_rwqe(qp, pkt);
+			return -1;
 		}
+		qp->rx_have_wqe = 1;
+	}
+	if (f & DROCE_OPF_START)
 		qp->rx_off = 0;
-		qp->rx_msg = (f & DROCE_OPF_END) ? 0 : 1;
+	/* an rkey that cannot be invalidated refuses the packet whole */
+	if ((f & DROCE_OPF_INV) &&
+			tp_invalidate_rkey(qp, pkt->ieth_rkey, 1) != 0) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
+			IBV_WC_REM_INV_REQ_ERR);
+		return -1;
 	}
 	if (pkt->payload_len) {
-		int rc = tp_sge_copy_in(qp->dev, qp->pd, qp->rx_wqe.sge,
+		rc = tp_sge_copy_in(qp->dev, qp->pd, qp->rx_wqe.sge,
 			qp->rx_wqe.num_sge, qp->rx_off, pkt->payload,
 			pkt->payload_len);
-
 		if (rc != 0) {
+			/* too long for the buffer (C9-92), or an lkey gone
+			 * bad since the post (class A) */
 			resp_error(qp, pkt, rc == -EMSGSIZE ?
 				DROCE_AETH_NAK_INV_REQ : DROCE_AETH_NAK_REM_OP,
 				rc == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR :
@@ -192,22 +236,42 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		}
 	}
 	qp->rx_off += pkt->payload_len;
-	if (f & DROCE_OPF_END) {
-		if (f & DROCE_OPF_IMM)
-			flags |= IBV_WC_WITH_IMM;
-		if (f & DROCE_OPF_INV) {
-			if (tp_invalidate_rkey(qp, pkt->ieth_rkey) != 0) {
-				resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
-					IBV_WC_REM_INV_REQ_ERR);
-				return -1;
-			}
-			flags |= IBV_WC_WITH_INV;
-		}
-		qp->rx_have_wqe = 0;
-		qp->rx_msg = 0;
-		rx_complete(qp, &qp->rx_wqe, IBV_WC_SUCCESS, IBV_WC_RECV,
-			(uint32_t)qp->rx_off, pkt, 0, flags);
-		qp->msn = droce_psn_add(qp->msn, 1);
+	if (!(f & DROCE_OPF_END)) {
+		qp->rx_msg = TP_RX_SEND;
+		return 0;
+	}
+	if (f & DROCE_OPF_IMM)
+		flags |= IBV_WC_WITH_IMM;
+	if (f & DROCE_OPF_INV) {
+		tp_invalidate_rkey(qp, pkt->ieth_rkey, 0);
+		flags |= IBV_WC_WITH_INV;
+	}
+	qp->rx_have_wqe = 0;
+	qp->rx_msg = TP_RX_NONE;
+	rx_complete(qp, &qp->rx_wqe, IBV_WC_SUCCESS, IBV_WC_RECV,
+		(uint32_t)qp->rx_off, pkt, 0, flags);
+	qp->msn = droce_psn_add(qp->msn, 1);
+	return 0;
+}
+
+/*
+ * The first packet of a WRITE: the target under the RETH's key. A
+ * zero-length WRITE names no memory (C9-88). 0, or -1 with the QP
+ * answered.
+ */
+static int
+write_target(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	qp->rx_write_base = NULL;
+	if (pkt->reth_len == 0)
+		return 0;
+	if (qp->access & IBV_ACCESS_REMOTE_WRITE)
+		qp->rx_write_base = tp_rkey_resolve(qp, pkt->reth_rkey,
+			pkt->reth_va, pkt->reth_len, IBV_ACCESS_REMOTE_WRITE,
+			NULL);
+	if (qp->rx_write_base == NULL) {
+		reject(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
+		return -1;
 	}
 	return 0;
 }
@@ -215,6 +279,18 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 static int
 exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
+	uint64_t left = (f & DROCE_OPF_START) ? pkt->reth_len : qp->rx_write_left;
+
+	/*
+	 * Every packet must fit what the RETH announced: the last one fills
+	 * it exactly, the others take a whole MTU and leave some for the
+	 * last (C9-92). Checked before anything is taken or placed.
+	 */
+	if ((f & DROCE_OPF_END) ? pkt->payload_len != left :
+			left <= pkt->payload_len) {
+		reject(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return -1;
+	}
 	/*
 	 * A WRITE with immediate consumes a receive WQE with its last
 	 * packet: take it before touching anything, so that an RNR NAK
@@ -222,101 +298,48 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	 */
 	if ((f & DROCE_OPF_IMM) && (f & DROCE_OPF_END) && !qp->rx_have_wqe) {
 		if (take_rwqe(qp, &qp->rx_wqe) != 0) {
-			if (qp->type == IBV_QPT_RC) {
-				queue_ack(qp, pkt->psn, DROCE_AETH_RNR(
-					qp->min_rnr_timer));
-				qp->st.rnr_nak_tx++;
-				qp->nak_sent = 1;
-			}
+			no_rwqe(qp, pkt);
 			return -1;
 		}
 		qp->rx_have_wqe = 1;
 	}
 	if (f & DROCE_OPF_START) {
-		qp->rx_write_left = pkt->reth_len;
-		qp->rx_write_base = NULL;
-		if (pkt->reth_len) {
-			qp->rx_write_base = (qp->access & IBV_ACCESS_REMOTE_WRITE) ?
-				tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
-					pkt->reth_len, IBV_ACCESS_REMOTE_WRITE, NULL) :
-				NULL;
-			if (qp->rx_write_base == NULL) {
-				if (qp->type == IBV_QPT_RC)
-					resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC,
-						IBV_WC_REM_ACCESS_ERR);
-				return -1;
-			}
-		}
+		if (write_target(qp, pkt) != 0)
+			return -1;
 		qp->rx_off = 0;
-		qp->rx_msg = (f & DROCE_OPF_END) ? 0 : 2;
-	}
-	if (pkt->payload_len > qp->rx_write_left) {
-		if (qp->type == IBV_QPT_RC)
-			resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
-				IBV_WC_REM_INV_REQ_ERR);
-		return -1;
 	}
 	if (pkt->payload_len)
 		memcpy(qp->rx_write_base + qp->rx_off, pkt->payload,
 			pkt->payload_len);
 	qp->rx_off += pkt->payload_len;
-	qp->rx_write_left -= pkt->payload_len;
-	if (f & DROCE_OPF_END) {
-		if (qp->rx_write_left != 0) {
-			if (qp->type == IBV_QPT_RC)
-				resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
-					IBV_WC_REM_INV_REQ_ERR);
-			return -1;
-		}
-		if (f & DROCE_OPF_IMM) {
-			qp->rx_have_wqe = 0;
-			rx_complete(qp, &qp->rx_wqe, IBV_WC_SUCCESS,
-				IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)qp->rx_off,
-				pkt, 0, IBV_WC_WITH_IMM);
-		}
-		qp->rx_write_base = NULL;
-		qp->rx_msg = 0;
-		qp->msn = droce_psn_add(qp->msn, 1);
+	qp->rx_write_left = left - pkt->payload_len;
+	if (!(f & DROCE_OPF_END)) {
+		qp->rx_msg = TP_RX_WRITE;
+		return 0;
 	}
+	if (f & DROCE_OPF_IMM) {
+		qp->rx_have_wqe = 0;
+		rx_complete(qp, &qp->rx_wqe, IBV_WC_SUCCESS,
+			IBV_WC_RECV_RDMA_WITH_IMM, (uint32_t)qp->rx_off,
+			pkt, 0, IBV_WC_WITH_IMM);
+	}
+	qp->rx_write_base = NULL;
+	qp->rx_msg = TP_RX_NONE;
+	qp->msn = droce_psn_add(qp->msn, 1);
 	return 0;
-}
-
-/* Responder resources in use: max_dest_rd_atomic of them (at least one). */
-static inline unsigned int
-res_count(const struct droce_qp *qp)
-{
-	uint32_t n = qp->max_dest_rd_atomic ? qp->max_dest_rd_atomic : 1;
-
-	return n > TP_MAX_RD_ATOMIC ? TP_MAX_RD_ATOMIC : n;
-}
-
-static inline void
-res_set_pending(struct droce_qp *qp, struct tp_res *r)
-{
-	if (!r->pending)
-		qp->res_pending++;
-	r->pending = 1;
-}
-
-static inline void
-res_clear_pending(struct droce_qp *qp, struct tp_res *r)
-{
-	if (r->pending)
-		qp->res_pending--;
-	r->pending = 0;
 }
 
 static struct tp_res *
 res_alloc(struct droce_qp *qp)
 {
-	uint32_t n = res_count(qp);
+	uint32_t n = tp_res_count(qp);
 	uint32_t i = qp->res_next % n;
 	struct tp_res *r = &qp->res[i];
 
 	/* A ring: the oldest is recycled, as rxe does, without a NAK; a
 	 * requester past max_dest_rd_atomic loses its oldest responses. */
 	if (r->pending) {
-		res_clear_pending(qp, r);
+		tp_res_clear_pending(qp, r);
 		if (qp->res_send % n == i)
 			qp->res_send = (i + 1) % n;
 	}
@@ -347,9 +370,7 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 			return -1;
 		}
 	}
-	npsn = (uint32_t)(((uint64_t)pkt->reth_len + qp->mtu - 1) / qp->mtu);
-	if (npsn == 0)
-		npsn = 1;
+	npsn = tp_msg_npsn(qp, pkt->reth_len);
 	qp->msn = droce_psn_add(qp->msn, 1);
 	r = res_alloc(qp);
 	r->first_psn = pkt->psn;
@@ -360,7 +381,7 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->base = base;
 	r->cur_psn = pkt->psn;
 	r->sent = 0;
-	res_set_pending(qp, r);
+	tp_res_set_pending(qp, r);
 	r->msn = qp->msn;
 	qp->epsn = droce_psn_add(pkt->psn, npsn);
 	return 0;
@@ -397,7 +418,7 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->first_psn = r->last_psn = pkt->psn;
 	r->orig = orig;
 	r->msn = qp->msn;
-	res_set_pending(qp, r);
+	tp_res_set_pending(qp, r);
 	qp->epsn = droce_psn_add(pkt->psn, 1);
 	return 0;
 }
@@ -408,7 +429,7 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
 	unsigned int i;
 
-	for (i = 0; i < res_count(qp); i++) {
+	for (i = 0; i < tp_res_count(qp); i++) {
 		struct tp_res *r = &qp->res[i];
 		int32_t d;
 
@@ -416,7 +437,7 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			continue;
 		if (f & DROCE_OPF_ATOMIC) {
 			if (r->is_atomic && r->first_psn == pkt->psn) {
-				res_set_pending(qp, r);
+				tp_res_set_pending(qp, r);
 				qp->res_replayed = 1;
 				qp->st.atomic_replays++;
 				return;
@@ -435,34 +456,89 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			continue;
 		r->cur_psn = pkt->psn;
 		r->sent = (uint32_t)d * qp->mtu;
-		res_set_pending(qp, r);
+		tp_res_set_pending(qp, r);
 		qp->res_replayed = 1;
 		qp->st.read_replays++;
 		return;
 	}
 }
 
-/* Does this packet continue (or start) the message sequence correctly? */
-static int
-seq_ok(const struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
+/* The message a SEND or WRITE packet belongs to. */
+static inline enum tp_rx_msg
+msg_kind(unsigned int f)
 {
-	int kind = (f & DROCE_OPF_SEND) ? 1 : (f & DROCE_OPF_WRITE) ? 2 : 3;
+	return (f & DROCE_OPF_SEND) ? TP_RX_SEND :
+		(f & DROCE_OPF_WRITE) ? TP_RX_WRITE : TP_RX_NONE;
+}
 
-	if (f & DROCE_OPF_START) {
-		if (qp->rx_msg != 0)
-			return 0;
-	} else if (qp->rx_msg != kind) {
+/*
+ * Opcode sequence (IBTA 9.7.5.1.3): a FIRST or ONLY (and READ, atomic)
+ * only between messages, a MIDDLE or LAST only to continue one of its
+ * kind.
+ */
+static int
+op_seq_ok(const struct droce_qp *qp, unsigned int f)
+{
+	if (f & DROCE_OPF_START)
+		return qp->rx_msg == TP_RX_NONE;
+	return qp->rx_msg != TP_RX_NONE && qp->rx_msg == msg_kind(f);
+}
+
+/*
+ * Packet length (C9-92): FIRST and MIDDLE carry exactly the path MTU,
+ * LAST 1 to MTU bytes, ONLY at most the MTU (len_bad: the receive path
+ * found it longer, or PadCnt or a payload where the opcode has none).
+ * A RETH's DMA length is at most 2^31 (C9-94).
+ */
+static int
+length_ok(const struct droce_qp *qp, const struct droce_pkt *pkt,
+		unsigned int f, int len_bad)
+{
+	if (len_bad)
 		return 0;
-	}
-	/* Only the packet that ends a message may be short. */
-	if (!(f & DROCE_OPF_END) && pkt->payload_len != qp->mtu)
+	if (!(f & DROCE_OPF_END))
+		return pkt->payload_len == qp->mtu;
+	if (!(f & DROCE_OPF_START) && pkt->payload_len == 0)
+		return 0;
+	if ((f & (DROCE_OPF_READ | DROCE_OPF_WRITE)) && (f & DROCE_OPF_START) &&
+			pkt->reth_len > (1u << 31))
 		return 0;
 	return 1;
 }
 
+/* UC: a packet at any PSN. Lost packets abandon the message. */
+static void
+uc_rx(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f,
+		int len_bad)
+{
+	if (droce_psn_diff(pkt->psn, qp->epsn) != 0) {
+		/* Lost packets: abandon the message, keep its WQE. */
+		qp->st.out_of_seq_rx++;
+		qp->rx_off = 0;
+		qp->rx_write_base = NULL;
+		qp->rx_msg = TP_RX_NONE;
+		qp->uc_drop = 1;
+	}
+	qp->epsn = droce_psn_add(pkt->psn, 1);
+	if (f & DROCE_OPF_START)
+		qp->uc_drop = 0;
+	if (qp->uc_drop) {
+		qp->st.rx_drop_uc++;
+		return;
+	}
+	if (!op_seq_ok(qp, f) || !length_ok(qp, pkt, f, len_bad)) {
+		reject(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return;
+	}
+	if (f & DROCE_OPF_SEND)
+		exec_send(qp, pkt, f);
+	else
+		exec_write(qp, pkt, f);
+}
+
 void
 tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
-		const uint8_t *frame)
+		const uint8_t *frame, int len_bad)
 {
 	const struct droce_opcode_info *oi = &droce_opcode_info[pkt->opcode];
 	unsigned int f = oi->flags;
@@ -479,38 +555,13 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	}
 	if (qp->rx_err)
 		return;	/* waiting to send the NAK, then to ERR */
-
-	d = droce_psn_diff(pkt->psn, qp->epsn);
 	if (qp->type == IBV_QPT_UC) {
-		if (d != 0) {
-			/* Lost packets: abandon the message, keep its WQE. */
-			qp->st.out_of_seq_rx++;
-			qp->rx_off = 0;
-			qp->rx_write_base = NULL;
-			qp->rx_msg = 0;
-			qp->uc_drop = 1;
-		}
-		qp->epsn = droce_psn_add(pkt->psn, 1);
-		if (f & DROCE_OPF_START)
-			qp->uc_drop = 0;
-		if (qp->uc_drop) {
-			qp->st.rx_drop_uc++;
-			return;
-		}
-		if (!seq_ok(qp, pkt, f)) {
-			qp->rx_msg = 0;
-			qp->uc_drop = 1;
-			qp->st.rx_drop_uc++;
-			return;
-		}
-		if (f & DROCE_OPF_SEND)
-			exec_send(qp, pkt, f);
-		else
-			exec_write(qp, pkt, f);
+		uc_rx(qp, pkt, f, len_bad);
 		return;
 	}
 
-	/* RC */
+	/* RC: the PSN first (a sequence error is class B, no QP error) */
+	d = droce_psn_diff(pkt->psn, qp->epsn);
 	if (d > 0) {
 		qp->st.out_of_seq_rx++;
 		if (!qp->nak_sent) {
@@ -530,15 +581,14 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 		return;
 	}
 	qp->nak_sent = 0;
-	/* Opcode sequence (IBTA 9.7.5.1.3): continue what is open. */
-	if (!seq_ok(qp, pkt, f)) {
+	/* then what the packet says: class C, NAK and QP to ERR */
+	if (!op_seq_ok(qp, f) || !length_ok(qp, pkt, f, len_bad)) {
 		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
 			IBV_WC_REM_INV_REQ_ERR);
 		return;
 	}
 	if (f & DROCE_OPF_READ) {
-		if (exec_read(qp, pkt) == 0)
-			qp->nak_sent = 0;
+		exec_read(qp, pkt);
 		return;
 	}
 	if (f & DROCE_OPF_ATOMIC) {
@@ -551,198 +601,4 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	qp->epsn = droce_psn_add(pkt->psn, 1);
 	if (pkt->ackreq)
 		queue_ack(qp, pkt->psn, DROCE_AETH_ACK_NOCREDIT);
-}
-
-/* ---- transmit side of the responder ---- */
-
-static int
-send_ack(struct droce_qp *qp)
-{
-	struct droce_tp_queue *q = qp->queue;
-	struct droce_txbuf *b;
-	struct droce_pkt p;	/* BTH and AETH: the rest is qp->htmpl */
-	uint8_t *buf;
-	int hlen;
-
-	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + 8, &b);
-	if (buf == NULL)
-		return 0;
-	p.se = 0;
-	p.ackreq = 0;
-	p.opcode = DROCE_OP_RC_ACK;
-	p.dqpn = qp->dest_qpn;
-	p.psn = qp->ack_psn;
-	p.aeth_syndrome = qp->ack_syndrome;
-	p.aeth_msn = qp->msn;
-	p.payload_len = 0;
-	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
-	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
-	if (!qp->ack_is_nak)
-		qp->st.acks_tx++;
-	qp->ack_pending = 0;
-	return 1;
-}
-
-/*
- * A READ response's payload sent from the MR without a copy, where the
- * queue does zero-copy: 1 if the frame is done. The key is looked up again
- * (not the pointer kept since the request) so that a span only ever takes
- * a reference on an MR that is still registered.
- */
-static int
-zc_read_resp(struct droce_qp *qp, const struct tp_res *r,
-		struct droce_txbuf *b, uint8_t *buf, uint32_t hlen, uint32_t plen)
-{
-	struct droce_tp_queue *q = qp->queue;
-	const uint8_t *src;
-
-	if (!tp_tx_zc_wanted(q, qp->tmpl.ip_ver, plen))
-		return 0;
-	/* the memory the reference is on: the key's now */
-	src = tp_rkey_resolve(qp, r->rkey, r->va + r->sent, plen,
-		IBV_ACCESS_REMOTE_READ, &b->span[0].mr);
-	if (src == NULL)
-		return 0;
-	b->span[0].addr = src;
-	b->span[0].len = plen;
-	return tp_tx_spans_done(qp, b, buf, hlen, 1, plen) == 0;
-}
-
-/* One READ response packet or one atomic ACK from resource r. */
-static int
-send_res(struct droce_qp *qp, struct tp_res *r)
-{
-	struct droce_tp_queue *q = qp->queue;
-	struct droce_txbuf *b;
-	struct droce_pkt p;	/* BTH and after: the rest is qp->htmpl */
-	uint32_t plen = 0;
-	uint8_t *buf;
-	int hlen, first, last;
-
-	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
-	if (buf == NULL)
-		return 0;
-	p.se = 0;
-	p.ackreq = 0;
-	p.dqpn = qp->dest_qpn;
-	p.aeth_syndrome = DROCE_AETH_ACK_NOCREDIT;
-	p.aeth_msn = r->msn;
-	if (r->is_atomic) {
-		p.opcode = DROCE_OP_RC_ATOMIC_ACK;
-		p.psn = r->first_psn;
-		p.atmack_orig = r->orig;
-		res_clear_pending(qp, r);
-	} else {
-		plen = r->len - r->sent > qp->mtu ? qp->mtu : r->len - r->sent;
-		first = r->sent == 0;
-		last = r->sent + plen >= r->len;
-		p.opcode = first && last ? DROCE_OP_RC_READ_RESP_ONLY :
-			first ? DROCE_OP_RC_READ_RESP_FIRST :
-			last ? DROCE_OP_RC_READ_RESP_LAST :
-			DROCE_OP_RC_READ_RESP_MIDDLE;
-		p.psn = r->cur_psn;
-	}
-	p.payload_len = plen;
-	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
-	if (plen && !zc_read_resp(qp, r, b, buf, (uint32_t)hlen, plen)) {
-		memcpy(buf + hlen, r->base + r->sent, plen);
-		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
-	} else if (plen == 0) {
-		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
-	}
-	if (!r->is_atomic) {
-		r->sent += plen;
-		r->cur_psn = droce_psn_add(r->cur_psn, 1);
-		if (r->sent >= r->len)
-			res_clear_pending(qp, r);
-	}
-	return 1;
-}
-
-/* max_dest_rd_atomic changed (SQD to SQD): resources past the new count
- * are dropped, the rest answered by PSN. */
-void
-tp_resp_res_resized(struct droce_qp *qp)
-{
-	unsigned int i, n = res_count(qp);
-
-	qp->res_pending = 0;
-	for (i = 0; i < TP_MAX_RD_ATOMIC; i++) {
-		if (i >= n)
-			memset(&qp->res[i], 0, sizeof(qp->res[i]));
-		else if (qp->res[i].pending)
-			qp->res_pending++;
-	}
-	qp->res_next %= n;
-	qp->res_replayed = 1;
-}
-
-int
-tp_resp_busy(const struct droce_qp *qp)
-{
-	return qp->ack_pending || qp->res_pending;
-}
-
-int
-tp_resp_progress(struct droce_qp *qp)
-{
-	unsigned int i, n = res_count(qp), k;
-	int sent = 0;
-
-	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_ERR ||
-			qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
-		return 0;
-	/* Responses in PSN order: in ring order from the oldest ... */
-	while (qp->res_pending && !qp->res_replayed) {
-		struct tp_res *r = &qp->res[qp->res_send % n];
-
-		while (r->pending && tp_tx_room(qp->queue)) {
-			if (send_res(qp, r) == 0)
-				return sent;
-			sent++;
-		}
-		if (r->pending)
-			return sent;
-		qp->res_send = (qp->res_send + 1) % n;
-	}
-	/* ... or, after a replay, by the smallest PSN still to answer. */
-	for (k = 0; qp->res_pending && k < n; k++) {
-		struct tp_res *r;
-		uint32_t oldest = 0;
-		int found = 0;
-
-		for (i = 0; i < n; i++) {
-			r = &qp->res[i];
-			if (r->valid && r->pending && (!found ||
-					droce_psn_diff(r->cur_psn, oldest) < 0)) {
-				oldest = r->cur_psn;
-				found = 1;
-			}
-		}
-		if (!found)
-			break;
-		for (i = 0; i < n; i++) {
-			r = &qp->res[i];
-			if (!(r->valid && r->pending && r->cur_psn == oldest))
-				continue;
-			while (r->pending && tp_tx_room(qp->queue)) {
-				if (send_res(qp, r) == 0)
-					return sent;
-				sent++;
-			}
-			if (r->pending)
-				return sent;
-		}
-	}
-	if (qp->res_pending == 0) {
-		qp->res_replayed = 0;
-		qp->res_send = qp->res_next;
-	}
-	if (qp->ack_pending && tp_tx_room(qp->queue))
-		sent += send_ack(qp);
-	if (qp->rx_err && !qp->ack_pending) {
-		qp->rx_err = 0;
-		tp_qp_to_error(qp);
-	}
-	return sent;
 }

@@ -147,20 +147,13 @@ tp_qp_set_template(struct droce_qp *qp)
 	droce_wire_tmpl_init(&qp->htmpl, &qp->tmpl);
 }
 
-/* For UD: the template comes from the WR's address handle. */
-void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
-		const struct droce_ah *ah);
-
 void
 tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
-		const struct droce_ah *ah)
+		const struct droce_av *av)
 {
-	fill_l2l4(qp->dev, p, &ah->av, ah->av.udp_sport ? ah->av.udp_sport :
+	fill_l2l4(qp->dev, p, av, av->udp_sport ? av->udp_sport :
 		droce_udp_sport_qpn(qp->qpn));
 }
-
-/* Finish a frame whose payload is in place: pad, ICRC (IPv6: UDP csum). */
-uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
 
 uint32_t
 tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen)

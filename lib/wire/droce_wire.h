@@ -94,6 +94,9 @@ enum droce_transport {
 	DROCE_TRANSPORT_CNP = 0x80,
 };
 
+/** The transport bits of a BTH opcode (enum droce_transport). */
+#define DROCE_TRANSPORT_MASK 0xe0
+
 /** BTH opcodes (IBTA vol.1 table 38) that droce knows. */
 enum droce_opcode {
 	DROCE_OP_RC_SEND_FIRST = 0x00,
@@ -171,11 +174,13 @@ enum droce_wire_err {
 	DROCE_WIRE_EOPCODE = -9,	/**< unknown opcode */
 	DROCE_WIRE_ETRANSPORT = -10,	/**< opcode of a transport the caller did not expect */
 	DROCE_WIRE_EEXTHDR = -11,	/**< frame too short for the extension headers */
-	DROCE_WIRE_EPADCNT = -12,	/**< PadCnt inconsistent with the payload */
-	DROCE_WIRE_EMTU = -13,		/**< payload longer than the path MTU */
+	DROCE_WIRE_EPADCNT = -12,	/**< payload and pad not whole words, pad > payload */
+	DROCE_WIRE_EMTU = -13,		/**< payload longer than the path MTU (*) */
 	DROCE_WIRE_EICRC = -14,		/**< bad ICRC */
 	DROCE_WIRE_EUDPCSUM = -15,	/**< non-zero UDP checksum that does not verify */
-	DROCE_WIRE_ERR_COUNT = 16,	/**< number of verdicts, for counter arrays */
+	DROCE_WIRE_ELENGTH = -16,	/**< PadCnt on a packet that does not end a
+					 *   message, payload on an opcode without (*) */
+	DROCE_WIRE_ERR_COUNT = 17,	/**< number of verdicts, for counter arrays */
 };
 
 /** Human-readable name of a droce_wire_err value. */
@@ -254,9 +259,13 @@ struct droce_parse_opts {
 /**
  * Parse and validate a frame.
  *
- * Never reads outside [frame, frame + len). Trailing Ethernet padding
- * beyond the IP length is accepted only for frames of the minimum
- * Ethernet size (60 bytes).
+ * Never reads outside [frame, frame + len). Bytes after the IP datagram
+ * (Ethernet padding, a trailer) are ignored: the IP length says where the
+ * datagram ends. Checks run structure first, then the ICRC, then the
+ * length rules of the opcode: the two verdicts marked (*) in enum
+ * droce_wire_err come only for a packet whose ICRC checked good, with pkt
+ * filled in as on success, so that a responder can answer them (Invalid
+ * Request NAK) where any other verdict is a silent drop.
  *
  * @param frame  the frame, starting at the Ethernet destination address
  * @param len    its length, without the Ethernet FCS
@@ -366,6 +375,24 @@ uint32_t droce_wire_icrc_end(uint32_t state, uint32_t payload_len,
 uint32_t droce_crc32_update(uint32_t crc, const void *data, size_t len);
 
 /**
+ * The same with the portable engine (slicing-by-8) whatever engine
+ * droce_crc32_update uses: a reference for tests and benchmarks.
+ */
+uint32_t droce_crc32_update_sw(uint32_t crc, const void *data, size_t len);
+
+/**
+ * Pick the engine droce_crc32_update uses: "table", "pclmul" or "vpclmul"
+ * (AVX-512). For tests and benchmarks; the default is the fastest the CPU
+ * has.
+ *
+ * @return 0, or -ENOTSUP when the CPU lacks it (or the name is unknown).
+ */
+int droce_crc32_set_engine(const char *name);
+
+/** The engine droce_crc32_update uses: "vpclmul", "pclmul" or "table". */
+const char *droce_crc32_engine(void);
+
+/**
  * ICRC over the masked headers, starting at the IP header (l3 points to it),
  * ending after the BTH's extension headers. Returns an intermediate CRC
  * state to continue with droce_icrc_update() over payload and pad.
@@ -452,6 +479,23 @@ void droce_gid_from_ipv4(uint8_t gid[16], uint32_t ip);
 /** True if gid is IPv4-mapped; then *ip (host order) is set. */
 bool droce_gid_is_ipv4(const uint8_t gid[16], uint32_t *ip);
 
+/**
+ * True if gid names a multicast group on RoCEv2: IPv4-mapped
+ * 224.0.0.0/4 or IPv6 ff00::/8.
+ */
+bool droce_gid_is_mcast(const uint8_t gid[16]);
+
+/**
+ * The Ethernet group address frames to multicast GID gid go to: 01:00:5e
+ * and the low 23 bits of an IPv4 group (RFC 1112), 33:33 and the low 32
+ * bits of an IPv6 one (RFC 2464).
+ * @return 0, or -EINVAL when gid is not multicast.
+ */
+int droce_gid_mcast_mac(const uint8_t gid[16], uint8_t mac[6]);
+
+/** DestQP of every frame to a multicast group (IBTA: QP 0xFFFFFF). */
+#define DROCE_MCAST_QPN 0xffffffu
+
 /** Link-local GID fe80::EUI-64(mac), as rxe's GID 0. */
 void droce_gid_link_local(uint8_t gid[16], const uint8_t mac[6]);
 
@@ -483,7 +527,15 @@ droce_ack_timeout_ns(unsigned int t)
 #define DROCE_AETH_NAK_REM_ACC	0x62
 #define DROCE_AETH_NAK_REM_OP	0x63
 #define DROCE_AETH_NAK_INV_RD	0x64
-#define DROCE_AETH_TYPE(s)	(((s) >> 5) & 3)	/**< 0 ACK, 1 RNR, 3 NAK */
+/** The kind of AETH syndrome (its bits 6:5; 2 is reserved). */
+enum droce_aeth_type {
+	DROCE_AETH_TYPE_ACK = 0,
+	DROCE_AETH_TYPE_RNR = 1,
+	DROCE_AETH_TYPE_NAK = 3,
+};
+#define DROCE_AETH_TYPE(s)	(((s) >> 5) & 3)	/**< droce_aeth_type */
+/** The syndrome's value: an ACK's credit code, an RNR NAK's timer code. */
+#define DROCE_AETH_VALUE(s)	((s) & 0x1f)
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,7 @@
 
 /* RoCEv2 addressing and the small IBTA encodings (credits, RNR timer). */
 
+#include <errno.h>
 #include <string.h>
 
 #include "droce_wire.h"
@@ -33,6 +34,36 @@ droce_gid_is_ipv4(const uint8_t gid[16], uint32_t *ip)
 		*ip = (uint32_t)gid[12] << 24 | (uint32_t)gid[13] << 16 |
 			(uint32_t)gid[14] << 8 | gid[15];
 	return true;
+}
+
+bool
+droce_gid_is_mcast(const uint8_t gid[16])
+{
+	uint32_t ip;
+
+	if (droce_gid_is_ipv4(gid, &ip))
+		return ip >> 28 == 0xe;
+	return gid[0] == 0xff;
+}
+
+int
+droce_gid_mcast_mac(const uint8_t gid[16], uint8_t mac[6])
+{
+	if (!droce_gid_is_mcast(gid))
+		return -EINVAL;
+	if (gid[0] == 0xff) {
+		mac[0] = 0x33;
+		mac[1] = 0x33;
+		memcpy(mac + 2, gid + 12, 4);
+	} else {
+		mac[0] = 0x01;
+		mac[1] = 0x00;
+		mac[2] = 0x5e;
+		mac[3] = gid[13] & 0x7f;
+		mac[4] = gid[14];
+		mac[5] = gid[15];
+	}
+	return 0;
 }
 
 void

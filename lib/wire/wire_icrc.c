@@ -40,9 +40,7 @@ crc_tab_init(void)
 				crc_tab[0][crc_tab[j - 1][i] & 0xff];
 }
 
-/* Portable engine: slicing-by-8. Exported for the tests. */
-uint32_t droce_crc32_update_sw(uint32_t crc, const void *data, size_t len);
-
+/* Portable engine: slicing-by-8. */
 uint32_t
 droce_crc32_update_sw(uint32_t crc, const void *data, size_t len)
 {
@@ -483,11 +481,6 @@ static crc_fn crc_engine = droce_crc32_update_sw;
 /* State after the 8 bytes of 0xFF that start every ICRC. */
 static uint32_t icrc_seed;
 
-/** Pick the CRC engine: "table", "pclmul" or "vpclmul" (AVX-512). For
- * tests and benchmarks; the default is the fastest the CPU has.
- * @return 0, or -ENOTSUP when the CPU lacks it. */
-int droce_crc32_set_engine(const char *name);
-
 int
 droce_crc32_set_engine(const char *name)
 {
@@ -534,9 +527,6 @@ crc_init(void)
 #endif
 	icrc_seed = droce_crc32_update_sw(0xffffffffu, ones, sizeof(ones));
 }
-
-/** Which engine droce_crc32_update uses: "vpclmul", "pclmul" or "table". */
-const char *droce_crc32_engine(void);
 
 const char *
 droce_crc32_engine(void)

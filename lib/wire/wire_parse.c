@@ -14,9 +14,6 @@
 #include "droce_wire.h"
 #include "wire_bytes.h"
 
-/* Shortest Ethernet frame without FCS; shorter frames are padded to it. */
-#define ETH_MIN_FRAME 60
-
 static const char *const err_names[DROCE_WIRE_ERR_COUNT] = {
 	[0] = "ok",
 	[1] = "truncated frame",
@@ -34,6 +31,7 @@ static const char *const err_names[DROCE_WIRE_ERR_COUNT] = {
 	[13] = "payload longer than the path MTU",
 	[14] = "bad ICRC",
 	[15] = "bad UDP checksum",
+	[16] = "payload length or PadCnt invalid for the opcode",
 };
 
 const char *
@@ -180,11 +178,12 @@ droce_wire_parse(const uint8_t *f, uint32_t len,
 	}
 	if (rc)
 		return rc;
-	/* The frame may only be longer than IP says by minimum-size padding. */
+	/*
+	 * The IP total length says where the datagram ends: bytes after it
+	 * are link-layer padding or a trailer, not ours to judge.
+	 */
 	if (l3 + l3_total > len)
 		return DROCE_WIRE_ETRUNC;
-	if (l3 + l3_total < len && len > ETH_MIN_FRAME)
-		return DROCE_WIRE_EIPLEN;
 	end = l3 + l3_total;	/* end of IP datagram within the frame */
 	if (etype == ETHERTYPE_IPV4 &&
 			ipv4_hdr_csum(f + l3) != 0)
@@ -233,20 +232,11 @@ droce_wire_parse(const uint8_t *f, uint32_t len,
 
 	body = udp_len - DROCE_UDP_HLEN - oi->hdr_len - DROCE_ICRC_LEN;
 	pad = pkt->padcnt;
-	/*
-	 * Payload plus pad fill whole words; only a packet that ends a
-	 * message may pad (IBTA 9.2.5), and one without payload has none.
-	 */
-	if ((body & 3) != 0 || pad > body ||
-			(!(oi->flags & DROCE_OPF_PAYLOAD) && body != 0) ||
-			(pad && !(oi->flags & DROCE_OPF_END)))
+	/* Payload plus pad fill whole words: else no payload can be told. */
+	if ((body & 3) != 0 || pad > body)
 		return DROCE_WIRE_EPADCNT;
 	pkt->payload = bth + oi->hdr_len;
 	pkt->payload_len = body - pad;
-	/* With PadCnt 3 a 1-byte payload fills the word: 4 - 3 = 1 >= 1. */
-	mtu = opts->path_mtu ? opts->path_mtu : 4096;
-	if (pkt->payload_len > (uint32_t)mtu)
-		return DROCE_WIRE_EMTU;
 
 	pkt->icrc = (uint32_t)f[end - 4] | (uint32_t)f[end - 3] << 8 |
 		(uint32_t)f[end - 2] << 16 | (uint32_t)f[end - 1] << 24;
@@ -257,6 +247,20 @@ droce_wire_parse(const uint8_t *f, uint32_t len,
 			csum_fold(csum_add(udp_pseudo_sum(f + l3, udp_len), udp,
 				udp_len)) != 0)
 		return DROCE_WIRE_EUDPCSUM;
+	/*
+	 * Length defects of a packet that is otherwise whole and authentic
+	 * (the ICRC checked): a responder answers them with an Invalid
+	 * Request NAK (IBTA C9-92), so they come last, with pkt filled.
+	 * Only a packet that ends a message may pad (IBTA 9.2.5); one whose
+	 * opcode carries no payload has none.
+	 */
+	if ((!(oi->flags & DROCE_OPF_PAYLOAD) && body != 0) ||
+			(pad && !(oi->flags & DROCE_OPF_END)))
+		return DROCE_WIRE_ELENGTH;
+	/* With PadCnt 3 a 1-byte payload fills the word: 4 - 3 = 1 >= 1. */
+	mtu = opts->path_mtu ? opts->path_mtu : 4096;
+	if (pkt->payload_len > (uint32_t)mtu)
+		return DROCE_WIRE_EMTU;
 	return 0;
 }
 

@@ -52,7 +52,17 @@ def main():
              0 < qp_tx <= after["tx_pkts"] and none is None)
     print("telemetry: per-QP counters", "read" if ok_qp else "FAILED",
           "(QPs %s, no QP 0x%x: %s)" % ([hex(n) for n in qpns], unused, none))
-    ok = (len(ports) == 1 and second["rx_pkts"] > first["rx_pkts"] > 0 and
+    # receive filtering: how the NIC filters (net_memif has no filter of
+    # its own and is never made promiscuous), and the transport's drops of
+    # frames for other addresses, none of which a memif pair sees
+    filt = [second.get(k) for k in ("rx_drop_mac", "rx_drop_mcast",
+                                     "rx_drop_ip", "rx_drop_src",
+                                     "drop_length")]
+    ok_filt = second.get("rx_filter") == "nic_mac" and filt == [0] * 5
+    print("telemetry: rx_filter %s, address and length drops %s" %
+          (second.get("rx_filter"), filt))
+    ok = (ok_filt and len(ports) == 1 and
+          second["rx_pkts"] > first["rx_pkts"] > 0 and
           second["nic_rx_pkts"] >= second["rx_pkts"] and
           q["rx_pkts"] > 0 and q.get("nic_rx_pkts", 0) >= q["rx_pkts"] and
           ok_qp)

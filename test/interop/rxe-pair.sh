@@ -18,6 +18,12 @@
 #                         loss: ibv_rc_pingpong, doc/interop.md)
 #          --expect RE    droce's output must match RE (repeatable)
 #          --tag N        1..200: the tap, subnet and port of this test
+#          --cm           an rdma_cm program (rping, perftest -R): the client
+#                         is given the server's RoCE address, not the host's;
+#                         in ARGS @ROLE@ becomes s (server) or c (client) and
+#                         @SRV@ the server's RoCE address
+#          --client-extra S  appended to the client's arguments (after the
+#                         substitutions), e.g. "@SRV@" for perftest -R
 # Every frame droce sends is captured on the tap and checked: its ICRC
 # (droce-pcap --verify, and Scapy / zlib) and tshark's decoding (no
 # malformed packet, no expert warning). Passes when both sides exit 0, the
@@ -27,6 +33,8 @@ set -uo pipefail
 run=$1; pcaptool=$2; role=$3; shift 3
 loss=0
 loss_frames=0
+cm=0
+client_extra=""
 tag=$(( ($$ % 200) + 1 ))
 expects=()
 while [ $# -gt 0 ]; do
@@ -35,6 +43,8 @@ while [ $# -gt 0 ]; do
 	--loss-frames) loss_frames=$2; shift 2 ;;
 	--expect) expects+=("$2"); shift 2 ;;
 	--tag) tag=$2; shift 2 ;;
+	--cm) cm=1; shift ;;
+	--client-extra) client_extra=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "rxe-pair: bad argument $1" >&2; exit 2 ;;
 	esac
@@ -113,10 +123,47 @@ case "$prog" in
 ib_*) gflag="-x 1"; guest_opts="-F" ;;
 *) gflag="-g 1" ;;
 esac
+# rdma_cm: the CM picks the GID from the address; the programs' own
+# options name the roles and the server
+if [ $cm -eq 1 ]; then
+	gflag=""
+	srv_addr=$droce_ip
+	[ "$role" = droce-client ] && srv_addr=$guest_ip
+	cm_args() {	# cm_args ROLE ARGS...: the substitutions, one per line
+		local r=$1 a; shift
+		for a in "$@"; do a=${a//@ROLE@/$r}; printf '%s\n' "${a//@SRV@/$srv_addr}"; done
+	}
+	mapfile -t srv_args < <(cm_args s "$@")
+	mapfile -t cli_args < <(cm_args c "$@" $client_extra)
+	gdev=""
+	case "$prog" in ib_*) gdev="-d rxe0" ;; esac
+fi
 
 echo "rxe-pair: $role $prog $* (tap $tap, droce $droce_ip, rxe $guest_ip, loss $loss ppm)"
 [ "$loss_frames" -gt 0 ] && echo "rxe-pair: loss only in the first $loss_frames frames each way"
-if [ "$role" = droce-server ]; then
+if [ $cm -eq 1 ] && [ "$role" = droce-server ]; then
+	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" -p "$port" "${srv_args[@]}" \
+		> "$work/droce.log" 2>&1 &
+	pids+=($!); dpid=$!
+	sleep 2		# droce listens long before the guest has booted
+	guest "$prog $gdev $guest_opts -p $port ${cli_args[*]}; rc=\$?; ip neigh show; exit \$rc" \
+		"$work/guest.log" &
+	pids+=($!); gpid=$!
+elif [ $cm -eq 1 ]; then
+	# no TCP port to watch: the guest's server gets 3 s to listen
+	guest "$prog $gdev $guest_opts -p $port ${srv_args[*]} > /tmp/srv.log 2>&1 & p=\$!; \
+		sleep 3; echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
+		"$work/guest.log" &
+	pids+=($!); gpid=$!
+	for _ in $(seq 1 1200); do
+		grep -q RXE-LISTENING "$work/guest.log" 2>/dev/null && break
+		kill -0 "$gpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" -p "$port" "${cli_args[@]}" \
+		> "$work/droce.log" 2>&1 &
+	pids+=($!); dpid=$!
+elif [ "$role" = droce-server ]; then
 	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" $gflag -p "$port" "$@" \
 		> "$work/droce.log" 2>&1 &
 	pids+=($!); dpid=$!

@@ -449,6 +449,77 @@ test_queue_moves(void)
 	droce_dev_destroy(dev);
 }
 
+/* The GSI QP: QPN 1, one per device, UD only; MADs go out and in with
+ * Q_Key 0x80010000 (the peer's GSI QP, through the fake link). */
+static void
+test_gsi(void)
+{
+	struct droce_cq *cq[2];
+	struct droce_qp *g[2], *again;
+	struct ibv_qp_init_attr ia;
+	struct fl_qp_opts o;
+	struct droce_ah *ah;
+	struct droce_av av;
+	struct ibv_wc wc;
+	uint8_t buf[2][40 + 256];
+	struct droce_mr *mr[2];
+	int s;
+
+	fl_qp_opts_default(&o);
+	o.qkey = 0x80010000u;
+	for (s = 0; s < 2; s++) {
+		cq[s] = droce_cq_create(L.end[s].dev, 0, 16);
+		memset(&ia, 0, sizeof(ia));
+		ia.qp_type = IBV_QPT_RC;
+		ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+		ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+		CHECK(droce_qp_create_gsi(L.end[s].pd, &ia, cq[s], cq[s]) == NULL &&
+			errno == EINVAL, "GSI: RC refused with EINVAL");
+		ia.qp_type = IBV_QPT_UD;
+		g[s] = droce_qp_create_gsi(L.end[s].pd, &ia, cq[s], cq[s]);
+		CHECK(g[s] != NULL && droce_qp_num(g[s]) == 1, "GSI QP is QPN 1");
+		mr[s] = droce_mr_reg(L.end[s].pd, buf[s], sizeof(buf[s]),
+			(uintptr_t)buf[s], IBV_ACCESS_LOCAL_WRITE);
+	}
+	again = droce_qp_create_gsi(L.end[0].pd, &ia, cq[0], cq[0]);
+	CHECK(again == NULL && errno == EBUSY, "a second GSI QP: EBUSY");
+	CHECK_EQ(fl_connect(&L, g[0], g[1], &o), 0, "GSI QPs up");
+	{
+		struct ibv_sge rs = { (uintptr_t)buf[1], sizeof(buf[1]),
+			droce_mr_lkey(mr[1]) };
+		struct ibv_recv_wr rw = { .wr_id = 7, .sg_list = &rs,
+			.num_sge = 1 }, *rbad;
+		struct ibv_sge ss = { (uintptr_t)buf[0] + 40, 256,
+			droce_mr_lkey(mr[0]) };
+		struct ibv_send_wr sw, *sbad;
+
+		CHECK_EQ(droce_qp_post_recv(g[1], &rw, &rbad), 0, "GSI recv");
+		fl_av_to(&L, 0, &av);
+		ah = droce_ah_create(L.end[0].pd, &av);
+		memset(&sw, 0, sizeof(sw));
+		memset(buf[0] + 40, 0x07, 256);
+		sw.opcode = IBV_WR_SEND;
+		sw.sg_list = &ss;
+		sw.num_sge = 1;
+		sw.send_flags = IBV_SEND_SIGNALED;
+		sw.wr.ud.remote_qpn = 1;
+		sw.wr.ud.remote_qkey = 0x80010000u;
+		sw.wr.ud.ah = (struct ibv_ah *)ah;
+		CHECK_EQ(droce_qp_post_send(g[0], &sw, &sbad), 0, "GSI send");
+		fl_run_idle(&L, 1000000000ull);
+		CHECK(droce_cq_poll(cq[1], &wc, 1) == 1 &&
+			wc.status == IBV_WC_SUCCESS && wc.src_qp == 1 &&
+			wc.byte_len == 40 + 256 && buf[1][40] == 0x07,
+			"a MAD from QP1 to QP1");
+		droce_ah_destroy(ah);
+	}
+	for (s = 0; s < 2; s++) {
+		CHECK_EQ(droce_qp_destroy(g[s]), 0, "GSI destroyed");
+		droce_mr_dereg(mr[s]);
+		droce_cq_destroy(cq[s]);
+	}
+}
+
 int
 main(void)
 {
@@ -459,6 +530,7 @@ main(void)
 	test_bad_wrs();
 	test_modify();
 	test_queue_moves();
+	test_gsi();
 	fl_fini(&L);
 	return check_report("test_tp_post");
 }

@@ -1,20 +1,30 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# verbs-pair.sh DROCE-RUN [--expect REGEX]... [--server-extra "ARGS"] -- PROGRAM ARGS...
+# verbs-pair.sh DROCE-RUN [--expect REGEX]... [--server-extra "ARGS"]
+#     [--daemons DROCED] -- PROGRAM ARGS...
 #
 # Runs an unmodified verbs program (ibv_*_pingpong, perftest) twice through
 # droce-run: a server and a client, two processes joined by a net_memif
 # link of their own (the default link), the client given the server's
 # address last. Passes when both exit 0 and the client's output matches
 # every --expect. Everything started is torn down, also on failure.
+# With --daemons, the two processes attach to two droced joined by the
+# link instead (test/common/daemon-lib.sh), which take the DROCE_* keys of
+# the environment (zero copy, queues, faults) and must stay alive and stop
+# cleanly; the daemons' output counts as the client's for --expect (the
+# fault report is theirs).
 set -uo pipefail
+. "$(dirname "$0")/../common/pair-lib.sh"
+. "$(dirname "$0")/../common/daemon-lib.sh"
 run=$1; shift
 expects=()
 server_extra=""
+droced=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--expect) expects+=("$2"); shift 2 ;;
 	--server-extra) server_extra=$2; shift 2 ;;
+	--daemons) droced=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "verbs-pair: bad argument $1" >&2; exit 2 ;;
 	esac
@@ -24,10 +34,10 @@ command -v "$prog" >/dev/null || { echo "$prog missing: skip"; exit 77; }
 
 work=$(mktemp -d /tmp/droce-vp.XXXXXX)
 pids=()
+dpid_a=
+dpid_b=
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	sleep 0.2
-	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+	kill_all "${pids[@]}" $dpid_a $dpid_b
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -40,10 +50,20 @@ srv_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=server,socket=$sock"
 	DROCE_IPV4=10.9.0.1)
 cli_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=client,socket=$sock"
 	DROCE_IPV4=10.9.0.2)
+if [ -n "$droced" ]; then
+	keys=()
+	for k in DROCE_ZERO_COPY DROCE_QUEUES DROCE_FAULT DROCE_FAULT_TX; do
+		[ -n "${!k:-}" ] && keys+=("$k=${!k}")
+		unset $k
+	done
+	daemons_start "$droced" "$work" "${keys[@]}"
+	srv_env=("DROCE_DAEMON=$work/a.sock")
+	cli_env=("DROCE_DAEMON=$work/b.sock")
+fi
 
 run_pair() {
 	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	rm -f "$sock"
+	[ -n "$droced" ] || rm -f "$sock"
 	echo "server: $prog -p $port $* $server_extra"
 	timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${srv_env[@]}" "$prog" -p "$port" "$@" $server_extra \
 		> "$work/server.log" 2>&1 &
@@ -70,14 +90,12 @@ run_pair "$@"
 echo "----- server (exit $src)"; cat "$work/server.log"
 echo "----- client (exit $crc)"; cat "$work/client.log"
 fail=0
+if [ -n "$droced" ]; then
+	daemons_stop "$work" || fail=1
+	cat "$work/droced-a.log" "$work/droced-b.log" >> "$work/client.log"
+fi
 [ "$src" -eq 0 ] || { echo "FAIL: server exited $src"; fail=1; }
 [ "$crc" -eq 0 ] || { echo "FAIL: client exited $crc"; fail=1; }
-for e in "${expects[@]}"; do
-	if grep -qE -- "$e" "$work/client.log"; then
-		echo "ok: client output matches /$e/"
-	else
-		echo "FAIL: client output lacks /$e/"; fail=1
-	fi
-done
+expect_all "$work/client.log" client "${expects[@]}" || fail=1
 [ $fail -eq 0 ] && echo "PASS: $prog $*"
 exit $fail

@@ -19,6 +19,8 @@
  *  - async events: SRQ limit through ibv_get_async_event (async_fd polled);
  *  - MR access rules; a bad rkey completes with REM_ACCESS_ERR and flushes
  *    what follows;
+ *  - memory windows: type 1 (ibv_bind_mw) and type 2 (BIND_MW WR,
+ *    SEND_WITH_INV), writes in, out of and after them;
  *  - ibv_reg_mr faults the region in (as a kernel provider pins it) and
  *    refuses, with EFAULT, memory that is not mapped or, for a writable
  *    MR, not writable.
@@ -500,6 +502,130 @@ test_errors(struct ibv_qp *a, struct ibv_qp *b, struct ibv_cq *cqa)
 	(void)b;
 }
 
+/* One RDMA WRITE of 8 bytes from x into buf + off through rkey: its status. */
+static enum ibv_wc_status
+write_through(struct ibv_qp *x, struct ibv_cq *cq, uint32_t rkey, size_t off,
+		uint64_t id)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	w.wr.rdma.remote_addr = (uintptr_t)buf + off;
+	w.wr.rdma.rkey = rkey;
+	if (ibv_post_send(x, &w, &bad) != 0 || poll_n(cq, &wc, 1, 5000) != 1 ||
+			wc.wr_id != id)
+		return IBV_WC_GENERAL_ERR;
+	return wc.status;
+}
+
+/*
+ * Memory windows: a type 1 window bound with ibv_bind_mw (a new rkey at
+ * once, a BIND_MW completion), a type 2 window bound with a BIND_MW WR
+ * and invalidated by the peer's SEND_WITH_INV; writes through each, in
+ * and out of the window, and after the invalidation.
+ */
+static void
+test_mw(struct ibv_cq *cqa, struct ibv_cq *cqb)
+{
+	const size_t base = 32768;
+	struct ibv_qp *x = make_qp(cqa, cqa, NULL), *y = make_qp(cqb, cqb, NULL);
+	struct ibv_mr *m = ibv_reg_mr(pd, buf + base, 16384, IBV_ACCESS_LOCAL_WRITE |
+		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
+	struct ibv_mw *mw1, *mw2;
+	struct ibv_mw_bind b;
+	struct ibv_send_wr w, *bad;
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	struct ibv_wc wc;
+	uint32_t old, rkey2;
+
+	if (x == NULL || y == NULL || m == NULL || to_init(x) || to_init(y) ||
+			to_rts(x, y->qp_num) || to_rts(y, x->qp_num)) {
+		CHECK(0, "memory windows: QPs and MR: %s", strerror(errno));
+		return;
+	}
+	mw1 = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	mw2 = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	CHECK(mw1 != NULL && mw2 != NULL && mw1->type == IBV_MW_TYPE_1 &&
+		mw2->type == IBV_MW_TYPE_2, "ibv_alloc_mw: type 1 and type 2%s%s",
+		mw1 && mw2 ? "" : ": ", mw1 && mw2 ? "" : strerror(errno));
+	if (mw1 == NULL || mw2 == NULL)
+		return;
+
+	/* type 1: ibv_bind_mw */
+	old = mw1->rkey;
+	memset(&b, 0, sizeof(b));
+	b.wr_id = 80;
+	b.send_flags = IBV_SEND_SIGNALED;
+	b.bind_info.mr = m;
+	b.bind_info.addr = (uintptr_t)buf + base;
+	b.bind_info.length = 4096;
+	b.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK(ibv_bind_mw(y, mw1, &b) == 0 && mw1->rkey != old,
+		"ibv_bind_mw (type 1): 0, a new rkey at once");
+	CHECK(poll_n(cqb, &wc, 1, 5000) == 1 && wc.wr_id == 80 &&
+		wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+		"the bind completes: BIND_MW, success");
+	memcpy(buf, "window-1", 8);
+	CHECK(write_through(x, cqa, mw1->rkey, base + 8, 81) == IBV_WC_SUCCESS &&
+		memcmp(buf + base + 8, "window-1", 8) == 0,
+		"a WRITE through the type 1 window lands");
+	CHECK(write_through(x, cqa, old, base + 16, 82) == IBV_WC_REM_ACCESS_ERR,
+		"the window's old rkey: REM_ACCESS_ERR");
+	/* x is in ERR now */
+	ibv_destroy_qp(x);
+	x = make_qp(cqa, cqa, NULL);
+	ibv_destroy_qp(y);
+	y = make_qp(cqb, cqb, NULL);
+	if (x == NULL || y == NULL || to_init(x) || to_init(y) ||
+			to_rts(x, y->qp_num) || to_rts(y, x->qp_num)) {
+		CHECK(0, "memory windows: new QPs: %s", strerror(errno));
+		return;
+	}
+
+	/* type 2: a BIND_MW WR on the QP the peer writes to */
+	rkey2 = ibv_inc_rkey(mw2->rkey);
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 83;
+	w.opcode = IBV_WR_BIND_MW;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.bind_mw.mw = mw2;
+	w.bind_mw.rkey = rkey2;
+	w.bind_mw.bind_info = b.bind_info;
+	w.bind_mw.bind_info.addr = (uintptr_t)buf + base + 4096;
+	CHECK(ibv_post_send(y, &w, &bad) == 0 && poll_n(cqb, &wc, 1, 5000) == 1 &&
+		wc.wr_id == 83 && wc.status == IBV_WC_SUCCESS &&
+		wc.opcode == IBV_WC_BIND_MW, "BIND_MW WR (type 2): success");
+	memcpy(buf, "window-2", 8);
+	CHECK(write_through(x, cqa, rkey2, base + 4096, 84) == IBV_WC_SUCCESS &&
+		memcmp(buf + base + 4096, "window-2", 8) == 0,
+		"a WRITE through the type 2 window lands");
+	/* the peer invalidates it with its SEND */
+	CHECK(post_recv(y, 85, 1024, 64) == 0, "post a receive for the SEND_WITH_INV");
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 86;
+	w.opcode = IBV_WR_SEND_WITH_INV;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.invalidate_rkey = rkey2;
+	w.sg_list = &s;
+	w.num_sge = 1;
+	CHECK(ibv_post_send(x, &w, &bad) == 0 && poll_n(cqa, &wc, 1, 5000) == 1 &&
+		wc.status == IBV_WC_SUCCESS, "SEND_WITH_INV sent");
+	CHECK(poll_n(cqb, &wc, 1, 5000) == 1 && wc.wr_id == 85 &&
+		wc.status == IBV_WC_SUCCESS && (wc.wc_flags & IBV_WC_WITH_INV) &&
+		wc.invalidated_rkey == rkey2,
+		"its receive: WITH_INV, the window's rkey");
+	CHECK(write_through(x, cqa, rkey2, base + 4096, 87) == IBV_WC_REM_ACCESS_ERR,
+		"a WRITE through the invalidated window: REM_ACCESS_ERR");
+	ibv_destroy_qp(x);
+	ibv_destroy_qp(y);
+	CHECK(ibv_dealloc_mw(mw1) == 0 && ibv_dealloc_mw(mw2) == 0 &&
+		ibv_dereg_mr(m) == 0, "ibv_dealloc_mw, then the MR deregisters");
+	drain(cqa);
+	drain(cqb);
+}
+
 /* Pages of [p, p + len) resident in memory. */
 static size_t
 resident(void *p, size_t len)
@@ -618,6 +744,9 @@ main(void)
 	test_cq_ex(a);
 	drain(cqa);
 	test_srq_limit(cqa);
+	drain(cqa);
+	drain(cqb);
+	test_mw(cqa, cqb);
 
 	ibv_destroy_qp(a);
 	ibv_destroy_qp(b);

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "frame_fix.h"
 #include "droce_wire.h"
 #include "pcapio.h"
 
@@ -48,22 +49,6 @@ parse(const uint8_t *b, uint32_t len, const struct droce_parse_opts *o)
 	return droce_wire_parse(b, len, o, &pkt);
 }
 
-/* Recompute the IPv4 header checksum after a deliberate change. */
-static void
-fix_ipv4_csum(uint8_t *b)
-{
-	uint32_t s = 0;
-	int i;
-
-	b[24] = b[25] = 0;
-	for (i = 0; i < 20; i += 2)
-		s += (uint32_t)(b[14 + i] << 8 | b[15 + i]);
-	while (s >> 16)
-		s = (s & 0xffff) + (s >> 16);
-	b[24] = (uint8_t)(~s >> 8);
-	b[25] = (uint8_t)~s;
-}
-
 #define MUT(expect, what, stmt) do { \
 	uint8_t m[sizeof(f)]; \
 	memcpy(m, f, flen); \
@@ -90,6 +75,19 @@ main(int argc, char **argv)
 	}
 	CHECK_EQ(parse(f, flen, NULL), 0, "pristine frame");
 
+	/* A trailer after the IP datagram (the IP length says where it
+	 * ends) is ignored, whatever the frame's size. */
+	{
+		uint8_t m[sizeof(f)];
+		struct droce_pkt pk;
+
+		memcpy(m, f, flen);
+		memset(m + flen, 0xa5, 16);
+		CHECK_EQ(droce_wire_parse(m, flen + 16, NULL, &pk), 0,
+			"16-byte trailer");
+		CHECK_EQ(pk.payload_len, 1024u, "payload with a trailer");
+	}
+
 	/* Every truncation fails, and with "truncated". */
 	for (len = 0; len < flen; len++) {
 		uint8_t *t = malloc(len ? len : 1);
@@ -105,11 +103,13 @@ main(int argc, char **argv)
 	MUT(DROCE_WIRE_EIPVER, "IP version 6 in IPv4", b[14] = 0x65);
 	MUT(DROCE_WIRE_EIPPROTO, "TCP protocol", b[23] = 6);
 	MUT(DROCE_WIRE_EIPPROTO, "IPv4 options", b[14] = 0x46);
-	MUT(DROCE_WIRE_EIPPROTO, "fragment", b[20] |= 0x20; fix_ipv4_csum(b));
+	MUT(DROCE_WIRE_EIPPROTO, "fragment", b[20] |= 0x20; frame_fix_ipv4_csum(b));
 	MUT(DROCE_WIRE_EUDPPORT, "UDP port 4792", b[36] = 0x12; b[37] = 0xb8);
 	MUT(DROCE_WIRE_EIPLEN, "UDP length short", b[39] -= 4);
-	MUT(DROCE_WIRE_EIPLEN, "IP length short",
-		b[17] -= 4; b[39] -= 4; fix_ipv4_csum(b));
+	/* IP and UDP lengths 4 short: the last 4 bytes are a trailer now,
+	 * and the ICRC is looked for 4 bytes early */
+	MUT(DROCE_WIRE_EICRC, "IP length short",
+		b[17] -= 4; b[39] -= 4; frame_fix_ipv4_csum(b));
 	MUT(DROCE_WIRE_EIPCSUM, "IPv4 checksum", b[25] ^= 1);
 	MUT(DROCE_WIRE_ETVER, "TVer 1", b[43] |= 1);
 	MUT(DROCE_WIRE_EOPCODE, "opcode 0x1f", b[42] = 0x1f);
@@ -119,7 +119,7 @@ main(int argc, char **argv)
 	MUT(DROCE_WIRE_EICRC, "BTH PSN", b[53] ^= 1);
 	/* A masked field does not change the ICRC: FECN/BECN and TTL. */
 	MUT(0, "BTH byte 4 is masked", b[46] ^= 0xc0);
-	MUT(0, "TTL is masked", b[22] = 1; fix_ipv4_csum(b));
+	MUT(0, "TTL is masked", b[22] = 1; frame_fix_ipv4_csum(b));
 	/* One payload byte as pad: 1023 payload + 1 pad is consistent. */
 	MUT(DROCE_WIRE_EICRC, "PadCnt 1 on SEND_ONLY", b[43] |= 0x10);
 
@@ -153,6 +153,21 @@ main(int argc, char **argv)
 	MUT(DROCE_WIRE_EEXTHDR, "ACK as WRITE_ONLY", b[42] = DROCE_OP_RC_WRITE_ONLY);
 	MUT(DROCE_WIRE_EEXTHDR, "ACK as CMP_SWAP", b[42] = DROCE_OP_RC_CMP_SWAP);
 	MUT(DROCE_WIRE_EPADCNT, "ACK with PadCnt 2", b[43] |= 0x20);
+	{
+		/* An ACK with 4 bytes of payload: whole words, authentic,
+		 * but an ACK carries none. */
+		uint8_t m[sizeof(f)];
+
+		memcpy(m, f, flen);
+		m[17] += 4;
+		m[39] += 4;
+		frame_fix_ipv4_csum(m);
+		memmove(m + flen, m + flen - 4, 4);
+		memset(m + flen - 4, 0, 4);
+		frame_fix_icrc(m, flen + 4);
+		CHECK_EQ(parse(m, flen + 4, NULL), DROCE_WIRE_ELENGTH,
+			"payload on an ACK");
+	}
 	MUT(DROCE_WIRE_EEXTHDR, "ACK as ATOMIC_ACK",
 		b[42] = DROCE_OP_RC_ATOMIC_ACK);
 
@@ -163,7 +178,11 @@ main(int argc, char **argv)
 		return 1;
 	}
 	CHECK_EQ(parse(f, flen, NULL), 0, "pristine SEND_FIRST");
-	MUT(DROCE_WIRE_EPADCNT, "PadCnt on SEND_FIRST", b[43] |= 0x30);
+	/* Length defects come after the ICRC: a bad ICRC hides them (a
+	 * silent drop), a good one lets the responder NAK them. */
+	MUT(DROCE_WIRE_EICRC, "PadCnt on SEND_FIRST, old ICRC", b[43] |= 0x30);
+	MUT(DROCE_WIRE_ELENGTH, "PadCnt on SEND_FIRST",
+		b[43] |= 0x30; frame_fix_icrc(b, flen));
 	{
 		/* Drop one payload byte: payload + pad no longer whole words. */
 		uint8_t m[sizeof(f)];
@@ -172,7 +191,7 @@ main(int argc, char **argv)
 		memmove(m + 100, m + 101, flen - 101);
 		m[39] -= 1;
 		m[17] -= 1;
-		fix_ipv4_csum(m);
+		frame_fix_ipv4_csum(m);
 		rc = parse(m, flen - 1, NULL);
 		CHECK_EQ(rc, DROCE_WIRE_EPADCNT, "payload not whole words");
 	}

@@ -15,10 +15,6 @@
 #include "check.h"
 #include "droce_wire.h"
 
-uint32_t droce_crc32_update_sw(uint32_t crc, const void *data, size_t len);
-const char *droce_crc32_engine(void);
-int droce_crc32_set_engine(const char *name);
-
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
 static uint64_t

@@ -1,0 +1,357 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * An attached application: its shared region (a memfd on hugetlbfs,
+ * sealed so that it cannot shrink under the daemon), its tables, and
+ * the teardown that reclaims everything it held when it goes, however it
+ * goes (exit, SIGKILL, a hostile message).
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+
+#include "droced.h"
+
+void
+dd_lock_all(void)
+{
+	uint32_t q;
+
+	for (q = 0; q < dd.nb_queues; q++)
+		droce_port_lock(dd.port, q);
+}
+
+void
+dd_unlock_all(void)
+{
+	uint32_t q = dd.nb_queues;
+
+	while (q-- > 0)
+		droce_port_unlock(dd.port, q);
+}
+
+/* The region: hugepages where there are some to spare, else ordinary
+ * shared memory (said once in the log). Sealed: the application may
+ * write it, never shrink or grow it. */
+static int
+region_create(uint64_t size)
+{
+	static int warned;
+	int fd;
+
+	fd = memfd_create("droce-app", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+	if (fd >= 0 && ftruncate(fd, (off_t)size) != 0) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		if (!warned++)
+			DD_LOG(WARNING, "no hugepages for application regions "
+				"(%s): using ordinary shared memory", strerror(errno));
+		fd = memfd_create("droce-app", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+		if (fd < 0)
+			return -1;
+		if (ftruncate(fd, (off_t)size) != 0) {
+			close(fd);
+			return -1;
+		}
+	}
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+		DD_LOG(WARNING, "cannot seal an application region: %s",
+			strerror(errno));
+	return fd;
+}
+
+static int
+app_tables_init(struct dd_app *a)
+{
+	const struct dd_limits *l = &dd.lim;
+
+	if (dd_table_init(&a->pds, l->max_pd) || dd_table_init(&a->mrs, l->max_mr) ||
+			dd_table_init(&a->cqs, l->max_cq) ||
+			dd_table_init(&a->srqs, l->max_srq) ||
+			dd_table_init(&a->qps, l->max_qp) ||
+			dd_table_init(&a->ahs, l->max_ah) ||
+			dd_table_init(&a->chans, l->max_chan) ||
+			dd_table_init(&a->mws, l->max_mr) ||
+			dd_table_init(&a->segs, l->max_mr * 2))
+		return -ENOMEM;
+	return 0;
+}
+
+/* A new session on an accepted socket; NULL when out of resources. */
+struct dd_app *
+dd_app_new(int sock)
+{
+	struct dd_app *a = calloc(1, sizeof(*a));
+	struct droce_chan_region *r;
+	uint32_t q;
+
+	if (a == NULL)
+		return NULL;
+	a->sock = sock;
+	a->region_fd = a->async_fd = -1;
+	a->region_size = dd.lim.region_bytes;
+	if (app_tables_init(a) != 0)
+		goto fail;
+	a->region_fd = region_create(a->region_size);
+	if (a->region_fd < 0)
+		goto fail;
+	a->region = mmap(NULL, a->region_size, PROT_READ | PROT_WRITE,
+		MAP_SHARED | MAP_POPULATE, a->region_fd, 0);
+	if (a->region == MAP_FAILED) {
+		a->region = NULL;
+		goto fail;
+	}
+	a->heap_pages = (uint32_t)(a->region_size / DD_PAGE);
+	a->heap_map = calloc(a->heap_pages, 1);
+	a->async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (a->heap_map == NULL || a->async_fd < 0)
+		goto fail;
+	/* its CM IDs' prefix (gsi.c), while there are some free */
+	for (q = 1; q < 256 && a->cm_prefix == 0; q++)
+		if (dd.by_prefix[q] == NULL) {
+			a->cm_prefix = (uint8_t)q;
+			dd.by_prefix[q] = a;
+		}
+	r = a->region;
+	r->magic = DROCE_CHAN_MAGIC;
+	r->version = DROCE_CHAN_VERSION;
+	r->size = a->region_size;
+	r->nb_queues = dd.nb_queues;
+	for (q = 0; q < dd.nb_queues; q++) {
+		uint64_t off;
+
+		if (dd_heap_alloc(a, sizeof(struct droce_chan_db), &off) != 0)
+			goto fail;
+		r->db_off[q] = off;
+		a->db[q] = droce_chan_at(a->region, off);
+	}
+	return a;
+fail:
+	dd_app_free(a);
+	return NULL;
+}
+
+static void
+reclaim_qps(struct dd_app *a)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	uint32_t h;
+
+	for (h = 0; h < a->qps.cap && a->qps.n; h++) {
+		struct dd_qp *qp = dd_table_get(&a->qps, h);
+
+		if (qp == NULL)
+			continue;
+		droce_port_lock(dd.port, qp->q);
+		dd_qp_last_sends(qp);	/* its doorbells were rung */
+		dd_queue_forget_qp(qp);
+		if (qp->gsi) {
+			dd_gsi_proxy_destroy(qp);
+		} else {
+			/* the peer learns it is gone by its retries failing,
+			 * as with a NIC whose host died */
+			droce_qp_modify(qp->tqp, &attr, IBV_QP_STATE, NULL);
+			droce_qp_destroy(qp->tqp);
+		}
+		droce_port_unlock(dd.port, qp->q);
+		dd_table_del(&a->qps, h);
+		free(qp);
+		dd.reclaimed_qps++;
+	}
+}
+
+static void
+reclaim_rest(struct dd_app *a)
+{
+	uint32_t h;
+
+	for (h = 0; h < a->srqs.cap && a->srqs.n; h++) {
+		struct dd_srq *s = dd_table_get(&a->srqs, h);
+
+		if (s == NULL)
+			continue;
+		droce_port_lock(dd.port, s->q);
+		droce_srq_destroy(s->tsrq);
+		droce_port_unlock(dd.port, s->q);
+		dd_table_del(&a->srqs, h);
+		free(s);
+	}
+	for (h = 0; h < a->cqs.cap && a->cqs.n; h++) {
+		struct dd_cq *cq = dd_table_get(&a->cqs, h);
+
+		if (cq == NULL)
+			continue;
+		droce_port_lock(dd.port, cq->q);
+		dd_queue_forget_cq(cq);
+		droce_cq_destroy(cq->tcq);
+		droce_port_unlock(dd.port, cq->q);
+		dd_table_del(&a->cqs, h);
+		free(cq);
+	}
+	for (h = 0; h < a->ahs.cap && a->ahs.n; h++) {
+		struct dd_ah *ah = dd_table_get(&a->ahs, h);
+
+		if (ah == NULL)
+			continue;
+		droce_ah_destroy(ah->tah);
+		dd_table_del(&a->ahs, h);
+		free(ah);
+	}
+	for (h = 0; h < a->mws.cap && a->mws.n; h++) {	/* before their MRs */
+		struct dd_mw *mw = dd_table_get(&a->mws, h);
+
+		if (mw == NULL)
+			continue;
+		droce_mw_dealloc(mw->tmw);
+		dd_table_del(&a->mws, h);
+		free(mw);
+	}
+	for (h = 0; h < a->mrs.cap && a->mrs.n; h++) {
+		struct dd_mr *mr = dd_table_get(&a->mrs, h);
+
+		if (mr == NULL)
+			continue;
+		dd_table_del(&a->mrs, h);
+		dd_mr_free(mr);
+		dd.reclaimed_mrs++;
+	}
+	for (h = 0; h < a->pds.cap && a->pds.n; h++) {
+		struct dd_pd *pd = dd_table_get(&a->pds, h);
+
+		if (pd == NULL)
+			continue;
+		droce_pd_dealloc(pd->tpd);
+		dd_table_del(&a->pds, h);
+		free(pd);
+	}
+	for (h = 0; h < a->chans.cap && a->chans.n; h++) {
+		struct dd_chan *c = dd_table_get(&a->chans, h);
+
+		if (c == NULL)
+			continue;
+		close(c->efd);
+		dd_table_del(&a->chans, h);
+		free(c);
+	}
+	for (h = 0; h < a->segs.cap && a->segs.n; h++) {
+		struct dd_seg *s = dd_table_get(&a->segs, h);
+
+		if (s == NULL)
+			continue;
+		close(s->fd);
+		dd_table_del(&a->segs, h);
+		free(s);
+	}
+}
+
+/* Tear a session down: off the data path first (every queue locked),
+ * then everything it held, in dependency order. */
+void
+dd_app_free(struct dd_app *a)
+{
+	uint32_t i;
+
+	dd_lock_all();
+	pthread_mutex_lock(&dd.apps_lock);
+	for (i = 0; i < dd.nb_apps; i++)
+		if (dd.apps[i] == a) {
+			dd.apps[i] = dd.apps[--dd.nb_apps];
+			dd.apps[dd.nb_apps] = NULL;
+			break;
+		}
+	pthread_mutex_unlock(&dd.apps_lock);
+	if (dd.gsi != NULL)
+		dd_gsi_app_gone(a);
+	else if (a->cm_prefix && dd.by_prefix[a->cm_prefix] == a)
+		dd.by_prefix[a->cm_prefix] = NULL;
+	dd_unlock_all();
+	if (a->qps.slot != NULL)
+		reclaim_qps(a);
+	reclaim_rest(a);
+	dd_table_fini(&a->pds);
+	dd_table_fini(&a->mrs);
+	dd_table_fini(&a->cqs);
+	dd_table_fini(&a->srqs);
+	dd_table_fini(&a->qps);
+	dd_table_fini(&a->ahs);
+	dd_table_fini(&a->chans);
+	dd_table_fini(&a->mws);
+	dd_table_fini(&a->segs);
+	if (a->region != NULL)
+		munmap(a->region, a->region_size);
+	if (a->region_fd >= 0)
+		close(a->region_fd);
+	if (a->async_fd >= 0)
+		close(a->async_fd);
+	if (a->sock >= 0)
+		close(a->sock);
+	free(a->heap_map);
+	free(a);
+}
+
+/* An async event for the application: into its ring, then its eventfd.
+ * A full ring drops the event (the application stopped reading). */
+void
+dd_async(struct dd_app *a, enum ibv_event_type type, enum droce_chan_kind kind,
+		uint32_t handle)
+{
+	struct droce_chan_region *r = a->region;
+	uint32_t cons = __atomic_load_n(&r->async_cons, __ATOMIC_ACQUIRE);
+	struct droce_chan_async *e;
+	uint64_t one = 1;
+
+	if (a->async_prod - cons >= DROCE_CHAN_ASYNC_SIZE)
+		return;
+	e = &r->async[a->async_prod % DROCE_CHAN_ASYNC_SIZE];
+	e->event_type = type;
+	e->kind = kind;
+	e->handle = handle;
+	a->async_prod++;
+	__atomic_store_n(&r->async_prod, a->async_prod, __ATOMIC_RELEASE);
+	if (write(a->async_fd, &one, sizeof(one)) < 0)
+		DD_LOG(DEBUG, "async eventfd: %s", strerror(errno));
+}
+
+/* The transport's async events (owner context): to the object's owner. */
+void
+dd_async_cb(void *arg, const struct ibv_async_event *ev)
+{
+	(void)arg;
+	switch (ev->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct dd_cq *cq = droce_cq_user((struct droce_cq *)ev->element.cq);
+
+		if (cq != NULL)
+			dd_async(cq->app, ev->event_type, DROCE_KIND_CQ, cq->handle);
+		break;
+	}
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED: {
+		struct dd_srq *s = droce_srq_user((struct droce_srq *)ev->element.srq);
+
+		if (s != NULL)
+			dd_async(s->app, ev->event_type, DROCE_KIND_SRQ, s->handle);
+		break;
+	}
+	case IBV_EVENT_DEVICE_FATAL:
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+		break;
+	default: {
+		struct dd_qp *qp = droce_qp_user((struct droce_qp *)ev->element.qp);
+
+		if (qp != NULL)
+			dd_async(qp->app, ev->event_type, DROCE_KIND_QP, qp->handle);
+		break;
+	}
+	}
+}

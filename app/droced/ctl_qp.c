@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * The control requests for queue pairs, shared receive queues, address
+ * handles and multicast. A QP's CQs and SRQ share its queue (the data
+ * path's owner context): a CQ or SRQ that no QP uses yet moves to it.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctl.h"
+
+int
+op_create_srq(struct req_ctx *c)
+{
+	const struct droce_chan_create_srq_req *r = c->req;
+	struct droce_chan_create_srq_rep *p = c->rep;
+	struct dd_pd *pd = dd_table_get(&c->a->pds, r->pd);
+	struct ibv_srq_init_attr ia = { 0 };
+	uint32_t q = dd.next_cq_queue++ % dd.nb_queues;
+	struct dd_srq *s;
+
+	if (pd == NULL)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (s == NULL)
+		return -ENOMEM;
+	ia.attr.max_wr = r->max_wr;
+	ia.attr.max_sge = r->max_sge;
+	ia.attr.srq_limit = r->srq_limit;
+	s->app = c->a;
+	s->q = q;
+	s->tsrq = droce_srq_create(pd->tpd, q, &ia);
+	if (s->tsrq == NULL) {
+		int rc = -errno;
+
+		free(s);
+		return rc ? rc : -EINVAL;
+	}
+	droce_srq_query(s->tsrq, &ia.attr);
+	s->max_sge = ia.attr.max_sge;
+	if (dd_wq_alloc(c->a, &s->rq, ia.attr.max_wr,
+			droce_chan_rq_slot(s->max_sge), q, &p->rq) != 0 ||
+			dd_table_add(&c->a->srqs, s, &s->handle) != 0) {
+		dd_wq_free(c->a, &s->rq);
+		droce_srq_destroy(s->tsrq);
+		free(s);
+		return -ENOMEM;
+	}
+	droce_srq_set_user(s->tsrq, s);
+	p->handle = s->handle;
+	p->srq_num = s->handle;
+	p->max_wr = ia.attr.max_wr;
+	p->max_sge = s->max_sge;
+	return 0;
+}
+
+int
+op_modify_srq(struct req_ctx *c)
+{
+	const struct droce_chan_modify_srq_req *r = c->req;
+	struct dd_srq *s = dd_table_get(&c->a->srqs, r->handle);
+	struct ibv_srq_attr attr = r->attr;
+	int rc;
+
+	if (s == NULL)
+		return -EINVAL;
+	droce_port_lock(dd.port, s->q);
+	rc = droce_srq_modify(s->tsrq, &attr, r->mask);
+	droce_port_unlock(dd.port, s->q);
+	return rc;
+}
+
+int
+op_query_srq(struct req_ctx *c)
+{
+	const struct droce_chan_handle *r = c->req;
+	struct dd_srq *s = dd_table_get(&c->a->srqs, r->handle);
+	int rc;
+
+	if (s == NULL)
+		return -EINVAL;
+	droce_port_lock(dd.port, s->q);
+	rc = droce_srq_query(s->tsrq, c->rep);
+	droce_port_unlock(dd.port, s->q);
+	return rc;
+}
+
+int
+op_destroy_srq(struct req_ctx *c)
+{
+	const struct droce_chan_handle *r = c->req;
+	struct dd_srq *s = dd_table_get(&c->a->srqs, r->handle);
+	int rc;
+
+	if (s == NULL)
+		return -EINVAL;
+	droce_port_lock(dd.port, s->q);
+	rc = droce_srq_destroy(s->tsrq);
+	if (rc == 0)
+		dd_table_del(&c->a->srqs, r->handle);
+	droce_port_unlock(dd.port, s->q);
+	if (rc != 0)
+		return rc;
+	dd_wq_free(c->a, &s->rq);
+	free(s);
+	return 0;
+}
+
+/* Bring scq, rcq and srq onto one queue (every queue held). */
+static int
+place(struct dd_cq *scq, struct dd_cq *rcq, struct dd_srq *srq, uint32_t *qout)
+{
+	uint32_t cand[3] = { scq->q, rcq->q, srq ? srq->q : scq->q }, i, q;
+
+	for (i = 0; i < 3; i++) {
+		q = cand[i];
+		if (droce_cq_move(scq->tcq, q) != 0)
+			continue;
+		dd_queue_forget_cq(scq);
+		scq->q = q;
+		if (droce_cq_move(rcq->tcq, q) != 0)
+			continue;
+		dd_queue_forget_cq(rcq);
+		rcq->q = q;
+		if (srq != NULL && srq->q != q) {
+			if (droce_srq_move(srq->tsrq, q) != 0)
+				continue;
+			srq->q = q;
+			__atomic_store_n(&srq->rq.sh->queue, q, __ATOMIC_RELEASE);
+			/* receives rung on the old queue are posted here */
+			dd_drain_srq(srq);
+		}
+		*qout = q;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int
+qp_rings(struct req_ctx *c, struct dd_qp *qp, struct droce_chan_create_qp_rep *p)
+{
+	const struct ibv_qp_cap *cap = &p->cap;
+
+	if (dd_wq_alloc(c->a, &qp->sq, cap->max_send_wr,
+			droce_chan_sq_slot(cap->max_send_sge, cap->max_inline_data),
+			qp->q, &p->sq) != 0)
+		return -ENOMEM;
+	if (qp->srq == NULL && dd_wq_alloc(c->a, &qp->rq, cap->max_recv_wr,
+			droce_chan_rq_slot(cap->max_recv_sge), qp->q, &p->rq) != 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* The application's GSI QP: a proxy of QP1 (gsi.c) on QP1's queue. */
+static int
+create_gsi_proxy(struct req_ctx *c, struct dd_cq *scq, struct dd_cq *rcq)
+{
+	const struct droce_chan_create_qp_req *r = c->req;
+	struct droce_chan_create_qp_rep *p = c->rep;
+	struct dd_app *a = c->a;
+	uint32_t gq = droce_qpn_queue(dd.dev, 1);
+	struct dd_qp *qp;
+	int rc = 0;
+
+	if (dd.gsi == NULL)
+		return -EOPNOTSUPP;
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return -ENOMEM;
+	dd_lock_all();
+	if (droce_cq_move(scq->tcq, gq) != 0 || droce_cq_move(rcq->tcq, gq) != 0)
+		rc = -EINVAL;
+	if (rc == 0) {
+		dd_queue_forget_cq(scq);
+		dd_queue_forget_cq(rcq);
+		scq->q = rcq->q = gq;
+		rc = dd_gsi_proxy_create(a, qp, r->cap.max_recv_wr ?
+			r->cap.max_recv_wr : 1);
+	}
+	dd_unlock_all();
+	if (rc != 0) {
+		free(qp);
+		return rc;
+	}
+	qp->app = a;
+	qp->scq = scq;
+	qp->rcq = rcq;
+	qp->type = IBV_QPT_UD;
+	qp->sq_sig_all = r->sq_sig_all != 0;
+	p->cap = r->cap;
+	if (p->cap.max_send_sge > 4 || p->cap.max_recv_sge > 4 ||
+			p->cap.max_inline_data > 0)
+		rc = -EINVAL;
+	if (rc == 0) {
+		qp->max_send_sge = p->cap.max_send_sge;
+		qp->max_recv_sge = p->cap.max_recv_sge;
+		rc = qp_rings(c, qp, p);
+	}
+	if (rc == 0) {
+		droce_port_lock(dd.port, gq);
+		rc = dd_table_add(&a->qps, qp, &qp->handle);
+		droce_port_unlock(dd.port, gq);
+	}
+	if (rc != 0) {
+		dd_wq_free(a, &qp->sq);
+		dd_wq_free(a, &qp->rq);
+		droce_port_lock(dd.port, gq);
+		dd_gsi_proxy_destroy(qp);
+		droce_port_unlock(dd.port, gq);
+		free(qp);
+		return rc;
+	}
+	p->handle = qp->handle;
+	p->qpn = 1;
+	p->queue = gq;
+	return 0;
+}
+
+int
+op_create_qp(struct req_ctx *c)
+{
+	const struct droce_chan_create_qp_req *r = c->req;
+	struct droce_chan_create_qp_rep *p = c->rep;
+	struct dd_app *a = c->a;
+	struct dd_pd *pd = dd_table_get(&a->pds, r->pd);
+	struct dd_cq *scq = dd_table_get(&a->cqs, r->send_cq);
+	struct dd_cq *rcq = dd_table_get(&a->cqs, r->recv_cq);
+	struct dd_srq *srq = NULL;
+	struct ibv_qp_init_attr ia = { 0 };
+	struct dd_qp *qp;
+	int rc;
+
+	if (pd == NULL || scq == NULL || rcq == NULL ||
+			(r->srq != DROCE_CHAN_NONE &&
+			(srq = dd_table_get(&a->srqs, r->srq)) == NULL))
+		return -EINVAL;
+	if (a->qps.n >= a->qps.cap)
+		return -ENOMEM;
+	if (r->qp_type == DROCE_QPT_GSI && srq == NULL)
+		return create_gsi_proxy(c, scq, rcq);
+	if (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UC &&
+			r->qp_type != IBV_QPT_UD)
+		return -EOPNOTSUPP;
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return -ENOMEM;
+	ia.qp_type = (enum ibv_qp_type)r->qp_type;
+	ia.cap = r->cap;
+	ia.sq_sig_all = (int)r->sq_sig_all;
+	qp->app = a;
+	qp->scq = scq;
+	qp->rcq = rcq;
+	qp->srq = srq;
+	qp->type = r->qp_type;
+	dd_lock_all();
+	rc = place(scq, rcq, srq, &qp->q);
+	if (rc == 0) {
+		qp->tqp = droce_qp_create(pd->tpd, &ia, scq->tcq, rcq->tcq,
+			srq ? srq->tsrq : NULL);
+		if (qp->tqp == NULL)
+			rc = errno ? -errno : -EINVAL;
+	}
+	dd_unlock_all();
+	if (rc != 0)
+		goto fail;
+	p->cap = ia.cap;
+	qp->max_send_sge = ia.cap.max_send_sge;
+	qp->max_recv_sge = ia.cap.max_recv_sge;
+	qp->max_inline = ia.cap.max_inline_data;
+	rc = qp_rings(c, qp, p);
+	if (rc == 0) {
+		droce_qp_set_user(qp->tqp, qp);
+		droce_port_lock(dd.port, qp->q);
+		rc = dd_table_add(&a->qps, qp, &qp->handle);
+		droce_port_unlock(dd.port, qp->q);
+	}
+	if (rc != 0)
+		goto fail;
+	p->handle = qp->handle;
+	p->qpn = droce_qp_num(qp->tqp);
+	p->queue = qp->q;
+	return 0;
+fail:
+	dd_wq_free(a, &qp->sq);
+	dd_wq_free(a, &qp->rq);
+	if (qp->tqp != NULL) {
+		droce_port_lock(dd.port, qp->q);
+		droce_qp_destroy(qp->tqp);
+		droce_port_unlock(dd.port, qp->q);
+	}
+	free(qp);
+	return rc;
+}
+
+int
+op_modify_qp(struct req_ctx *c)
+{
+	const struct droce_chan_modify_qp_req *r = c->req;
+	struct dd_qp *qp = dd_table_get(&c->a->qps, r->handle);
+	struct ibv_qp_attr attr = r->attr;
+	struct droce_av av;
+	int rc;
+
+	if (qp == NULL)
+		return -EINVAL;
+	if (qp->gsi)
+		return 0;	/* QP1 is the daemon's, always ready */
+	/* the neighbour is asked before the queue is held (it may take
+	 * seconds; the data path goes on meanwhile) */
+	if (r->mask & IBV_QP_AV) {
+		rc = droce_port_av_from_ah(dd.port, &attr.ah_attr, &av,
+			c->neigh_ms);
+		if (rc != 0)
+			return rc;
+	}
+	droce_port_lock(dd.port, qp->q);
+	rc = droce_qp_modify(qp->tqp, &attr, r->mask,
+		(r->mask & IBV_QP_AV) ? &av : NULL);
+	if (rc == 0 && (r->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
+		/* a fresh start: WQEs refused before are forgotten */
+		qp->failed = false;
+		__atomic_store_n(&qp->sq.sh->error, 0, __ATOMIC_RELEASE);
+	}
+	droce_port_unlock(dd.port, qp->q);
+	return rc;
+}
+
+int
+op_query_qp(struct req_ctx *c)
+{
+	const struct droce_chan_query_qp_req *r = c->req;
+	struct droce_chan_query_qp_rep *p = c->rep;
+	struct dd_qp *qp = dd_table_get(&c->a->qps, r->handle);
+	struct ibv_qp_init_attr init;
+	int rc;
+
+	if (qp == NULL)
+		return -EINVAL;
+	if (qp->gsi) {
+		p->attr.qp_state = p->attr.cur_qp_state = IBV_QPS_RTS;
+		p->attr.qkey = 0x80010000u;
+		p->attr.port_num = 1;
+		p->qp_type = IBV_QPT_UD;
+		return 0;
+	}
+	droce_port_lock(dd.port, qp->q);
+	rc = droce_qp_query(qp->tqp, &p->attr, r->mask, &init);
+	droce_port_unlock(dd.port, qp->q);
+	if (rc != 0)
+		return rc;
+	p->cap = init.cap;
+	p->qp_type = init.qp_type;
+	p->sq_sig_all = (uint32_t)init.sq_sig_all;
+	return 0;
+}
+
+int
+op_destroy_qp(struct req_ctx *c)
+{
+	const struct droce_chan_handle *r = c->req;
+	struct dd_qp *qp = dd_table_get(&c->a->qps, r->handle);
+	int rc;
+
+	if (qp == NULL)
+		return -EINVAL;
+	droce_port_lock(dd.port, qp->q);
+	dd_qp_last_sends(qp);
+	if (qp->gsi) {
+		dd_gsi_proxy_destroy(qp);
+		rc = 0;
+	} else {
+		rc = droce_qp_destroy(qp->tqp);
+	}
+	if (rc == 0) {
+		dd_queue_forget_qp(qp);
+		dd_table_del(&c->a->qps, r->handle);
+	}
+	droce_port_unlock(dd.port, qp->q);
+	if (rc != 0)
+		return rc;
+	dd_wq_free(c->a, &qp->sq);
+	dd_wq_free(c->a, &qp->rq);
+	free(qp);
+	return 0;
+}
+
+int
+op_create_ah(struct req_ctx *c)
+{
+	const struct droce_chan_create_ah_req *r = c->req;
+	struct droce_chan_handle *p = c->rep;
+	struct dd_pd *pd = dd_table_get(&c->a->pds, r->pd);
+	struct droce_av av;
+	struct dd_ah *ah;
+	int rc;
+
+	if (pd == NULL)
+		return -EINVAL;
+	if (c->a->ahs.n >= c->a->ahs.cap)
+		return -ENOMEM;
+	rc = droce_port_av_from_ah(dd.port, &r->attr, &av, c->neigh_ms);
+	if (rc != 0)
+		return rc;
+	ah = calloc(1, sizeof(*ah));
+	if (ah == NULL)
+		return -ENOMEM;
+	ah->tah = droce_ah_create(pd->tpd, &av);
+	if (ah->tah == NULL || dd_table_add(&c->a->ahs, ah, &p->handle) != 0) {
+		if (ah->tah != NULL)
+			droce_ah_destroy(ah->tah);
+		free(ah);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int
+op_destroy_ah(struct req_ctx *c)
+{
+	const struct droce_chan_handle *r = c->req;
+	struct dd_ah *ah = dd_table_get(&c->a->ahs, r->handle);
+	int rc;
+
+	if (ah == NULL)
+		return -EINVAL;
+	/* a UD WQE names its AH by handle: the queues must not be
+	 * looking it up while it goes, and the sends the application
+	 * posted before it destroyed the AH take its address first */
+	dd_lock_all();
+	dd_app_take_ud_sends(c->a);
+	rc = droce_ah_destroy(ah->tah);
+	if (rc == 0)
+		dd_table_del(&c->a->ahs, r->handle);
+	dd_unlock_all();
+	if (rc != 0)
+		return rc;
+	free(ah);
+	return 0;
+}
+
+int
+op_attach_mcast(struct req_ctx *c)
+{
+	const struct droce_chan_mcast_req *r = c->req;
+	struct dd_qp *qp = dd_table_get(&c->a->qps, r->qp);
+
+	if (qp == NULL)
+		return -EINVAL;
+	return droce_port_attach_mcast(dd.port, qp->tqp, r->gid);
+}
+
+int
+op_detach_mcast(struct req_ctx *c)
+{
+	const struct droce_chan_mcast_req *r = c->req;
+	struct dd_qp *qp = dd_table_get(&c->a->qps, r->qp);
+
+	if (qp == NULL)
+		return -EINVAL;
+	return droce_port_detach_mcast(dd.port, qp->tqp, r->gid);
+}

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef DROCED_H
+#define DROCED_H
+
+/*
+ * droced: one data path shared by the applications attached to it
+ * (doc/daemon.md). The main thread serves every application's control
+ * socket; the data-path threads (lcores in busy mode, the port's
+ * progress thread in idle mode) run the hooks of fast.c inside each pass
+ * over a queue, under that queue's lock. What both touch (an
+ * application's object tables, the per-queue lists) changes only with
+ * the lock of every queue it concerns held (dd_lock_all for the list of
+ * applications).
+ */
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <rte_log.h>
+
+#include "droce.h"
+#include "droce_chan.h"
+#include "droce_conf.h"
+#include "droce_transport.h"
+
+extern int dd_logtype;
+#define DD_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, dd_logtype, "droced: " fmt "\n", ##__VA_ARGS__)
+
+#define DD_MAX_APPS 64
+#define DD_NEIGH_MS 10000	/* an RTR's or an AH's neighbour */
+#define DD_RESOLVE_MAX_MS 30000
+#define DD_PAGE 4096u
+
+/* Per-application limits (configurable, doc/daemon.md). */
+struct dd_limits {
+	uint32_t max_qp, max_cq, max_mr, max_srq, max_ah, max_pd, max_chan;
+	uint64_t max_mr_bytes;
+	uint64_t region_bytes;
+};
+
+/* A table of one kind of object: handle = index. Fixed capacity (the
+ * limit), so a data-path thread may read it while the main thread
+ * changes another entry. */
+struct dd_table {
+	void **slot;
+	uint32_t cap, n, hint;
+};
+
+struct dd_app;
+
+struct dd_chan {
+	int efd;
+	uint32_t refs;		/* CQs on it */
+};
+
+struct dd_cq {
+	struct droce_cq *tcq;
+	struct dd_app *app;
+	struct dd_chan *chan;
+	struct droce_chan_cq *sh;
+	struct ibv_wc *wc;	/* the shared entries */
+	uint32_t handle, size, q;
+	uint32_t prod;		/* ours; never read back from the region */
+	uint32_t events;
+	uint32_t solicited_seen;	/* droce_cq_solicited_seq at the last flush */
+	uint32_t refs;		/* QPs on it */
+	bool dirty;		/* on its queue's list of CQs to drain */
+	uint64_t off;		/* in the region */
+};
+
+/* A work queue the application writes: our view of it. */
+struct dd_wq {
+	struct droce_chan_wq *sh;
+	uint8_t *slots;
+	uint32_t size, slot;
+	uint32_t cons;		/* ours */
+	uint64_t off;
+};
+
+struct dd_srq {
+	struct droce_srq *tsrq;
+	struct dd_app *app;
+	struct dd_wq rq;
+	uint32_t handle, q, max_sge, refs;
+};
+
+struct dd_qp {
+	struct droce_qp *tqp;
+	struct dd_app *app;
+	struct dd_cq *scq, *rcq;
+	struct dd_srq *srq;
+	struct dd_wq sq, rq;
+	uint32_t handle, q, type;
+	uint32_t max_send_sge, max_recv_sge, max_inline;
+	bool retry;		/* on its queue's retry list (SQ was full) */
+	bool failed;		/* a refused WQE moved it to the error state */
+	/* a GSI proxy (gsi.c): no transport QP; its receives wait here */
+	bool gsi;
+	struct dd_gsi_rwqe *rfifo;
+	uint32_t rhead, rtail;
+	bool sq_sig_all;
+};
+
+struct dd_gsi_rwqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	struct ibv_sge sge[4];
+};
+
+struct dd_mr {
+	struct droce_mr *tmr;
+	void *map;
+	size_t map_len;
+	uint64_t len;
+	uint64_t va;		/* the application's address of host */
+	uint8_t *host;
+	uint32_t lkey, access;
+};
+
+struct dd_seg {
+	int fd;
+	uint64_t size;
+};
+
+struct dd_pd {
+	struct droce_pd *tpd;
+};
+
+struct dd_ah {
+	struct droce_ah *tah;
+};
+
+struct dd_mw {
+	struct droce_mw *tmw;
+};
+
+/* What an application did and holds (telemetry's /droced/app). */
+struct dd_app_stats {
+	uint64_t sq_wqes, rq_wqes, srq_wqes, cqes, doorbells, events;
+	uint64_t refused_wqes, refused_requests, requests;
+	uint64_t parked_requests;	/* waited for a neighbour aside */
+	uint64_t mr_bytes;
+};
+
+struct dd_app {
+	int sock;
+	uint32_t id;
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	char comm[32];
+	int region_fd, async_fd;
+	struct droce_chan_region *region;
+	uint64_t region_size;
+	uint8_t *heap_map;	/* one byte per page: in use */
+	uint32_t heap_pages;
+	struct droce_chan_db *db[DROCE_CHAN_MAX_QUEUES];
+	uint32_t db_cons[DROCE_CHAN_MAX_QUEUES];
+	uint32_t async_prod;
+	struct dd_table pds, mrs, cqs, srqs, qps, ahs, chans, segs, mws;
+	struct dd_app_stats st;
+	uint8_t cm_prefix;	/* its CM IDs' top byte (gsi.c) */
+	bool announced;		/* logged: it did more than HELLO */
+	struct dd_qp *gsi_qp;	/* its GSI proxy, if any */
+	/* a request waiting for its neighbour (neigh.c), or NULL */
+	uint8_t *parked;
+	int parked_fds[DROCE_CHAN_MAX_FDS], parked_nfds;
+};
+
+struct dd_queue {
+	/* CQs with completions to take to their rings */
+	struct dd_cq **dirty;
+	uint32_t ndirty, cap_dirty;
+	/* QPs whose SQ was full in the transport: try again each pass */
+	struct dd_qp **retry;
+	uint32_t nretry, cap_retry;
+};
+
+struct droced {
+	struct droce_conf conf;
+	struct dd_limits lim;
+	struct droce_port *port;
+	struct droce_dev *dev;
+	uint32_t nb_queues;
+	int busy;		/* lcores busy-poll (else the progress thread) */
+	int wake_fd;
+	int ep;			/* the main thread's epoll set */
+	int neigh_fd;		/* eventfd: a neighbour's resolution ended */
+	const char *sock_path;
+	int listen_fd;
+	volatile int stop;
+	/* the attached applications; apps[] changes with every queue locked */
+	struct dd_app *apps[DD_MAX_APPS];
+	uint32_t nb_apps, next_id;
+	pthread_mutex_t apps_lock;	/* telemetry's view */
+	struct dd_queue q[DROCE_CHAN_MAX_QUEUES];
+	uint32_t next_cq_queue;
+	struct dd_gsi *gsi;
+	struct dd_app *by_prefix[256];
+	/* totals since start (telemetry) */
+	uint64_t attached, detached, reclaimed_qps, reclaimed_mrs;
+	uint64_t refused_peers;
+};
+
+extern struct droced dd;
+
+/* table.c: handle tables and the region's heap */
+int dd_table_init(struct dd_table *t, uint32_t cap);
+void dd_table_fini(struct dd_table *t);
+int dd_table_add(struct dd_table *t, void *p, uint32_t *handle);
+void *dd_table_get(const struct dd_table *t, uint32_t handle);
+void dd_table_del(struct dd_table *t, uint32_t handle);
+int dd_heap_alloc(struct dd_app *a, uint64_t bytes, uint64_t *off);
+void dd_heap_free(struct dd_app *a, uint64_t off, uint64_t bytes);
+uint32_t dd_pow2(uint32_t v);
+
+/* app.c: sessions */
+struct dd_app *dd_app_new(int sock);
+void dd_app_free(struct dd_app *a);
+void dd_lock_all(void);
+void dd_app_detach(struct dd_app *a);	/* main.c: the session ends */
+int dd_app_watch(struct dd_app *a);	/* main.c: back in the epoll set */
+
+/* neigh.c: requests parked while their neighbour is resolved */
+bool dd_neigh_park(struct dd_app *a, const uint8_t *msg, uint32_t len,
+		int *fds, int nfds);
+void dd_neigh_done(void);
+void dd_neigh_forget(struct dd_app *a);
+void dd_neigh_fini(void);
+void dd_unlock_all(void);
+void dd_async(struct dd_app *a, enum ibv_event_type type,
+		enum droce_chan_kind kind, uint32_t handle);
+void dd_async_cb(void *arg, const struct ibv_async_event *ev);
+
+/* ctl.c: the control requests */
+int dd_serve(struct dd_app *a);
+/* One request (header then body) with its descriptors, which it closes;
+ * neigh_ms: how long a neighbour may still be waited for. 0, or -1 when
+ * the session must end. */
+int dd_serve_msg(struct dd_app *a, const uint8_t *msg, int *fds, int nfds,
+		uint32_t neigh_ms);
+
+/* mem.c: registered memory; fds that become segments are set to -1 */
+int dd_reg_mr(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
+		int *fds, int nfds, struct droce_chan_reg_mr_rep *rep);
+int dd_dereg_mr(struct dd_app *a, const struct droce_chan_dereg_mr_req *r);
+void dd_mr_free(struct dd_mr *mr);
+
+/* fast.c: the data path's hooks */
+int dd_poll_hook(void *arg, uint32_t q, enum droce_hook_phase phase);
+int dd_sleep_hook(void *arg, int sleeping);
+void dd_cq_notify(void *arg, struct droce_cq *cq);
+void dd_queue_forget_cq(struct dd_cq *cq);
+void dd_queue_forget_qp(struct dd_qp *qp);
+int dd_drain_srq(struct dd_srq *srq);
+void dd_qp_last_sends(struct dd_qp *qp);
+void dd_app_take_ud_sends(struct dd_app *a);
+
+/* gsi.c: QP1, the connection manager's MADs routed to applications */
+int dd_gsi_init(void);
+int dd_gsi_proxy_create(struct dd_app *a, struct dd_qp *qp, uint32_t max_recv_wr);
+void dd_gsi_proxy_destroy(struct dd_qp *qp);
+int dd_gsi_drain_sq(struct dd_qp *qp);
+int dd_gsi_drain_rq(struct dd_qp *qp);
+int dd_gsi_poll(uint32_t q);
+int dd_gsi_listen(struct dd_app *a, uint64_t service_id, int on);
+void dd_gsi_app_gone(struct dd_app *a);
+void dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped,
+		uint64_t *rejected, uint64_t *listeners);
+void dd_gsi_answer_orphans(void);
+/* the application's own memory behind (lkey, addr, len): NULL if none */
+uint8_t *dd_app_mem(struct dd_app *a, uint32_t lkey, uint64_t addr,
+		uint32_t len, unsigned int access);
+
+/* fast.c: a QP whose SQ could not be emptied: again each pass */
+void dd_qp_retry_later(struct dd_qp *qp);
+/* fast.c: new slots of a WQ (rung cleared), -1 for a scribbled index */
+int64_t dd_wq_pending(struct dd_wq *wq);
+/* fast.c: a completion straight into an application's CQ ring (the GSI
+ * proxy's, from the CQ's queue): 0, or -ENOSPC (dropped, counted) */
+int dd_cq_put(struct dd_cq *cq, const struct ibv_wc *wc);
+
+/* telemetry.c */
+void dd_telemetry_init(void);
+
+#endif

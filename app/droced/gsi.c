@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * QP1 belongs to the port, so to droced: the connection manager of every
+ * attached application (drivers/rdmacm) sends and receives its MADs
+ * through it. An application's GSI QP is a proxy with no transport QP of
+ * its own: a send is copied out of the application's registered memory
+ * into one of ours and leaves on QP1 (its AH is the application's); a MAD
+ * that arrives on QP1 goes to the application it is for, into a receive
+ * it posted, and the completions go to the proxy's CQs. Which application
+ * a MAD is for (IBTA 12.6: the CM's messages):
+ *  - a REQ or SIDR REQ: the one listening on its service ID;
+ *  - any other CM message: the one whose prefix (cm_prefix) is the top
+ *    byte of our communication ID in it (the remote one, for the sender),
+ *    or of the SIDR request ID;
+ *  - a REQ or SIDR REQ nobody listens for: answered (REJ, SIDR REP) when
+ *    the peer retransmits it (the first copy only remembered);
+ *  - anything else, or nobody: dropped and counted.
+ * Everything runs on the queue that owns QPN 1, where the proxies and
+ * their CQs live.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+
+#include "droced.h"
+
+#define GSI_SLOT 256		/* a MAD */
+#define GSI_GRH 40
+#define GSI_RECVS 64
+#define GSI_SENDS 64
+#define GSI_LISTEN 256
+#define GSI_QKEY 0x80010000u
+#define CM_CLASS 0x07
+#define GSI_ORPHANS 16
+#define GSI_ORPHAN_MAD 64	/* the header and the IDs an answer names */
+#define GSI_SEEN 32		/* orphan REQs remembered */
+#define GSI_SEEN_SECS 30
+
+struct gsi_seen {
+	uint8_t sgid[16];
+	uint8_t id[4];		/* the comm ID or SIDR request ID */
+	uint64_t at;		/* TSC; 0: free */
+};
+
+struct dd_gsi {
+	struct droce_pd *pd;
+	struct droce_cq *scq, *rcq;
+	struct droce_qp *qp;
+	struct droce_mr *mr;
+	uint8_t *buf;		/* GSI_RECVS receive slots, then the sends' */
+	uint32_t q;
+	struct {
+		bool busy;		/* until QP1 completes it */
+		struct dd_qp *qp;	/* whose it is; NULL: the daemon's, or
+					 * a proxy's that went */
+		uint64_t wr_id;
+		bool signaled;
+	} send[GSI_SENDS];
+	struct {
+		uint64_t service_id;
+		struct dd_app *app;
+	} listen[GSI_LISTEN];
+	uint32_t nlisten;
+	uint64_t rx, tx, dropped;
+	uint64_t rejected, unanswered;	/* the control thread's */
+	/* REQs and SIDR REQs nobody listens for, from the queue to the
+	 * control thread (one producer, one consumer), which answers them */
+	struct {
+		uint8_t grh[GSI_GRH];
+		uint8_t mad[GSI_ORPHAN_MAD];
+	} orphan[GSI_ORPHANS];
+	uint32_t orphan_prod, orphan_cons;
+	struct gsi_seen seen[GSI_SEEN];
+};
+
+static struct dd_gsi gsi;
+
+static uint8_t *
+recv_slot(uint32_t i)
+{
+	return gsi.buf + (size_t)i * (GSI_GRH + GSI_SLOT);
+}
+
+static uint8_t *
+send_slot(uint32_t i)
+{
+	return gsi.buf + (size_t)GSI_RECVS * (GSI_GRH + GSI_SLOT) +
+		(size_t)i * GSI_SLOT;
+}
+
+static void
+post_recv(uint32_t i)
+{
+	struct ibv_sge sge = { (uint64_t)(uintptr_t)recv_slot(i),
+		GSI_GRH + GSI_SLOT, droce_mr_lkey(gsi.mr) };
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (droce_qp_post_recv(gsi.qp, &wr, &bad) != 0)
+		DD_LOG(WARNING, "QP1: cannot post a receive");
+}
+
+int
+dd_gsi_init(void)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = GSI_SENDS, .max_recv_wr = GSI_RECVS,
+			.max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qkey = GSI_QKEY };
+	size_t len = (size_t)GSI_RECVS * (GSI_GRH + GSI_SLOT) +
+		(size_t)GSI_SENDS * GSI_SLOT;
+	uint32_t i;
+
+	gsi.q = droce_qpn_queue(dd.dev, 1);
+	gsi.pd = droce_pd_alloc(dd.dev);
+	gsi.buf = calloc(1, len);
+	if (gsi.pd == NULL || gsi.buf == NULL)
+		return -ENOMEM;
+	gsi.mr = droce_mr_reg(gsi.pd, gsi.buf, len, (uint64_t)(uintptr_t)gsi.buf,
+		IBV_ACCESS_LOCAL_WRITE);
+	gsi.scq = droce_cq_create(dd.dev, gsi.q, GSI_SENDS * 2);
+	gsi.rcq = droce_cq_create(dd.dev, gsi.q, GSI_RECVS * 2);
+	if (gsi.mr == NULL || gsi.scq == NULL || gsi.rcq == NULL)
+		return -ENOMEM;
+	droce_port_lock(dd.port, gsi.q);
+	gsi.qp = droce_qp_create_gsi(gsi.pd, &ia, gsi.scq, gsi.rcq);
+	if (gsi.qp == NULL ||
+			droce_qp_modify(gsi.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				IBV_QP_PORT | IBV_QP_QKEY, NULL) != 0) {
+		droce_port_unlock(dd.port, gsi.q);
+		return -EINVAL;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	droce_qp_modify(gsi.qp, &a, IBV_QP_STATE, NULL);
+	a.qp_state = IBV_QPS_RTS;
+	droce_qp_modify(gsi.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL);
+	for (i = 0; i < GSI_RECVS; i++)
+		post_recv(i);
+	dd.gsi = &gsi;
+	droce_port_unlock(dd.port, gsi.q);
+	return 0;
+}
+
+/* A proxy on the QP1 queue (the caller moved its CQs there). */
+int
+dd_gsi_proxy_create(struct dd_app *a, struct dd_qp *qp, uint32_t max_recv_wr)
+{
+	if (dd.gsi == NULL)
+		return -EOPNOTSUPP;
+	if (a->gsi_qp != NULL)
+		return -EBUSY;	/* one per application, as one per device */
+	qp->gsi = true;
+	qp->q = gsi.q;
+	qp->rfifo = calloc(dd_pow2(max_recv_wr), sizeof(*qp->rfifo));
+	if (qp->rfifo == NULL)
+		return -ENOMEM;
+	a->gsi_qp = qp;
+	return 0;
+}
+
+/* With the QP1 queue held. */
+void
+dd_gsi_proxy_destroy(struct dd_qp *qp)
+{
+	uint32_t i;
+
+	for (i = 0; i < GSI_SENDS; i++)
+		if (gsi.send[i].qp == qp)
+			gsi.send[i].qp = NULL;	/* its completion goes nowhere */
+	if (qp->app->gsi_qp == qp)
+		qp->app->gsi_qp = NULL;
+	free(qp->rfifo);
+	qp->rfifo = NULL;
+}
+
+/* A send QP1 refused completes with an error, as every error does. */
+static void
+send_error(struct dd_qp *qp, uint64_t wr_id, enum ibv_wc_status status)
+{
+	struct ibv_wc wc = { .wr_id = wr_id, .status = status,
+		.opcode = IBV_WC_SEND, .qp_num = 1 };
+
+	qp->app->st.refused_wqes++;
+	dd_cq_put(qp->scq, &wc);
+}
+
+/* The application's sends: copied out of its memory, then on QP1. */
+int
+dd_gsi_drain_sq(struct dd_qp *qp)
+{
+	struct dd_wq *wq = &qp->sq;
+	int64_t n = dd_wq_pending(wq);
+	int done = 0;
+
+	while (n-- > 0) {
+		struct droce_chan_swqe w;
+		struct ibv_sge sge[4], out;
+		struct ibv_send_wr wr = { 0 }, *bad;
+		const uint8_t *slot = wq->slots +
+			(size_t)(wq->cons & (wq->size - 1)) * wq->slot;
+		struct dd_ah *ah;
+		uint32_t i, k, len = 0;
+		uint8_t *dst;
+
+		memcpy(&w, slot, sizeof(w));
+		for (k = 0; k < GSI_SENDS && gsi.send[k].busy; k++)
+			;
+		if (k == GSI_SENDS) {
+			dd_qp_retry_later(qp);	/* QP1 busy: next pass */
+			break;
+		}
+		wq->cons++;
+		done++;
+		ah = dd_table_get(&qp->app->ahs, w.ah);
+		if (w.opcode != IBV_WR_SEND || w.num_sge > 4 || ah == NULL ||
+				(w.send_flags & IBV_SEND_INLINE)) {
+			send_error(qp, w.wr_id, IBV_WC_LOC_QP_OP_ERR);
+			continue;
+		}
+		memcpy(sge, slot + sizeof(w), w.num_sge * sizeof(sge[0]));
+		dst = send_slot(k);
+		for (i = 0; i < w.num_sge; i++) {
+			const uint8_t *src;
+
+			if (sge[i].length > GSI_SLOT - len ||
+					(src = dd_app_mem(qp->app, sge[i].lkey,
+					sge[i].addr, sge[i].length, 0)) == NULL)
+				break;
+			memcpy(dst + len, src, sge[i].length);
+			len += sge[i].length;
+		}
+		if (i < w.num_sge) {
+			send_error(qp, w.wr_id, len + sge[i].length > GSI_SLOT ?
+				IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR);
+			continue;
+		}
+		out = (struct ibv_sge){ (uint64_t)(uintptr_t)dst, len,
+			droce_mr_lkey(gsi.mr) };
+		wr.wr_id = k;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.sg_list = &out;
+		wr.num_sge = 1;
+		wr.wr.ud.ah = droce_ah_to_ibv(ah->tah);
+		wr.wr.ud.remote_qpn = w.remote_qpn;
+		wr.wr.ud.remote_qkey = w.remote_qkey;
+		if (droce_qp_post_send(gsi.qp, &wr, &bad) != 0) {
+			send_error(qp, w.wr_id, IBV_WC_LOC_QP_OP_ERR);
+			continue;
+		}
+		gsi.send[k].busy = true;
+		gsi.send[k].qp = qp;
+		gsi.send[k].wr_id = w.wr_id;
+		gsi.send[k].signaled = qp->sq_sig_all ||
+			(w.send_flags & IBV_SEND_SIGNALED);
+		gsi.tx++;
+	}
+	__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
+	qp->app->st.sq_wqes += (uint64_t)done;
+	return done;
+}
+
+/* The application's receives wait in our FIFO for a MAD for it. */
+int
+dd_gsi_drain_rq(struct dd_qp *qp)
+{
+	struct dd_wq *wq = &qp->rq;
+	int64_t n = dd_wq_pending(wq);
+	uint32_t cap = wq->size;
+	int done = 0;
+
+	if (n < 0)
+		n = 0;
+	while (n-- > 0 && qp->rtail - qp->rhead < cap) {
+		const uint8_t *slot = wq->slots +
+			(size_t)(wq->cons & (wq->size - 1)) * wq->slot;
+		struct dd_gsi_rwqe *r = &qp->rfifo[qp->rtail & (cap - 1)];
+		struct droce_chan_rwqe w;
+
+		memcpy(&w, slot, sizeof(w));
+		wq->cons++;
+		done++;
+		if (w.num_sge > 4 || sizeof(w) + w.num_sge * sizeof(struct ibv_sge) >
+				wq->slot) {
+			qp->app->st.refused_wqes++;
+			continue;
+		}
+		r->wr_id = w.wr_id;
+		r->num_sge = w.num_sge;
+		memcpy(r->sge, slot + sizeof(w), w.num_sge * sizeof(struct ibv_sge));
+		qp->rtail++;
+	}
+	__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
+	qp->app->st.rq_wqes += (uint64_t)done;
+	return done;
+}
+
+static uint32_t
+be32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+		(uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t
+be64_at(const uint8_t *p)
+{
+	return (uint64_t)be32_at(p) << 32 | be32_at(p + 4);
+}
+
+/* Which application a MAD (after the GRH) is for, or NULL. */
+static struct dd_app *
+route(const uint8_t *mad, uint32_t len)
+{
+	uint16_t attr;
+	uint64_t sid;
+	uint32_t i;
+
+	if (len < 40 || mad[1] != CM_CLASS)
+		return NULL;
+	attr = (uint16_t)(mad[16] << 8 | mad[17]);
+	switch (attr) {
+	case 0x10:	/* REQ */
+	case 0x17:	/* SIDR REQ */
+		sid = be64_at(mad + 32);
+		for (i = 0; i < gsi.nlisten; i++)
+			if (gsi.listen[i].service_id == sid)
+				return gsi.listen[i].app;
+		return NULL;
+	case 0x18:	/* SIDR REP: our request ID */
+		return dd.by_prefix[mad[24]];
+	default:	/* our communication ID, the remote one to the sender */
+		return dd.by_prefix[mad[28]];
+	}
+}
+
+/* The peer's GID and ours from a receive's GRH (RoCEv2 over IPv4: the
+ * IPv4 header in its last 20 bytes); -1 when it is neither. */
+static int
+grh_gids(const uint8_t *grh, uint8_t sgid[16], uint8_t dgid[16])
+{
+	static const uint8_t zero[20];
+
+	if (memcmp(grh, zero, 20) == 0 && (grh[20] >> 4) == 4) {
+		memset(sgid, 0, 16);
+		memset(dgid, 0, 16);
+		sgid[10] = sgid[11] = dgid[10] = dgid[11] = 0xff;
+		memcpy(sgid + 12, grh + 20 + 12, 4);
+		memcpy(dgid + 12, grh + 20 + 16, 4);
+		return 0;
+	}
+	if ((grh[0] >> 4) == 6) {
+		memcpy(sgid, grh + 8, 16);
+		memcpy(dgid, grh + 24, 16);
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * Whether an orphan is a retransmission: a server may be between two
+ * listens (perftest -R closes its listener after the first connection
+ * and listens again for the next), so the first copy of a REQ nobody
+ * listens for is only remembered, and a copy seen again (the peer's CM
+ * retransmits it within seconds) is answered. Data-path thread only.
+ */
+static bool
+orphan_seen_before(const uint8_t *grh, const uint8_t *mad)
+{
+	uint8_t sgid[16], dgid[16];
+	uint64_t now = rte_get_timer_cycles(), hz = rte_get_timer_hz();
+	uint32_t i, oldest = 0;
+
+	if (grh_gids(grh, sgid, dgid) != 0)
+		return false;
+	for (i = 0; i < GSI_SEEN; i++) {
+		struct gsi_seen *e = &gsi.seen[i];
+
+		if (e->at != 0 && now - e->at < GSI_SEEN_SECS * hz &&
+				memcmp(e->sgid, sgid, 16) == 0 &&
+				memcmp(e->id, mad + 24, 4) == 0) {
+			e->at = 0;
+			return true;
+		}
+		if (e->at < gsi.seen[oldest].at)
+			oldest = i;
+	}
+	memcpy(gsi.seen[oldest].sgid, sgid, 16);
+	memcpy(gsi.seen[oldest].id, mad + 24, 4);
+	gsi.seen[oldest].at = now;
+	return false;
+}
+
+/* A CM REQ or SIDR REQ that no application listens for, seen again: to
+ * the control thread, which answers it (REJ, SIDR REP); true when
+ * queued. */
+static bool
+orphan_req(const uint8_t *mad)
+{
+	uint32_t prod = gsi.orphan_prod;
+	uint16_t attr = (uint16_t)(mad[16] << 8 | mad[17]);
+
+	if (mad[0] != 1 || mad[1] != CM_CLASS || mad[3] != 0x03 ||
+			(attr != 0x10 && attr != 0x17))
+		return false;
+	if (!orphan_seen_before(mad - GSI_GRH, mad))
+		return false;	/* dropped this once */
+	if (prod - __atomic_load_n(&gsi.orphan_cons, __ATOMIC_ACQUIRE) >=
+			GSI_ORPHANS)
+		return false;	/* a burst of them: the rest dropped */
+	memcpy(gsi.orphan[prod % GSI_ORPHANS].grh, mad - GSI_GRH, GSI_GRH);
+	memcpy(gsi.orphan[prod % GSI_ORPHANS].mad, mad, GSI_ORPHAN_MAD);
+	__atomic_store_n(&gsi.orphan_prod, prod + 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+/* A MAD received on QP1 into slot i: to its application, if any. */
+static void
+deliver(const struct ibv_wc *in)
+{
+	const uint8_t *buf = recv_slot((uint32_t)in->wr_id);
+	struct dd_app *a = in->byte_len > GSI_GRH ?
+		route(buf + GSI_GRH, in->byte_len - GSI_GRH) : NULL;
+	struct dd_qp *qp = a != NULL ? a->gsi_qp : NULL;
+	struct dd_gsi_rwqe *r;
+	struct ibv_wc wc;
+	uint32_t i, off = 0;
+
+	if (a == NULL && in->byte_len >= GSI_GRH + GSI_ORPHAN_MAD &&
+			orphan_req(buf + GSI_GRH))
+		return;
+	if (qp == NULL || qp->rhead == qp->rtail) {
+		gsi.dropped++;
+		return;
+	}
+	r = &qp->rfifo[qp->rhead++ & (qp->rq.size - 1)];
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = r->wr_id;
+	wc.status = IBV_WC_SUCCESS;
+	for (i = 0; i < r->num_sge && off < in->byte_len; i++) {
+		uint32_t n = in->byte_len - off;
+		uint8_t *dst;
+
+		if (n > r->sge[i].length)
+			n = r->sge[i].length;
+		dst = dd_app_mem(a, r->sge[i].lkey, r->sge[i].addr, n,
+			IBV_ACCESS_LOCAL_WRITE);
+		if (dst == NULL) {
+			wc.status = IBV_WC_LOC_PROT_ERR;
+			break;
+		}
+		memcpy(dst, buf + off, n);
+		off += n;
+	}
+	if (wc.status == IBV_WC_SUCCESS && off < in->byte_len)
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = in->byte_len;
+	wc.qp_num = 1;
+	wc.src_qp = in->src_qp;
+	wc.wc_flags = in->wc_flags;
+	wc.pkey_index = in->pkey_index;
+	dd_cq_put(qp->rcq, &wc);
+	gsi.rx++;
+}
+
+/* After each pass over QP1's queue: its completions. */
+int
+dd_gsi_poll(uint32_t q)
+{
+	struct ibv_wc wc[16];
+	int n, i, work = 0;
+
+	if (q != gsi.q)
+		return 0;
+	while ((n = droce_cq_poll(gsi.rcq, wc, 16)) > 0) {
+		for (i = 0; i < n; i++) {
+			if (wc[i].status == IBV_WC_SUCCESS)
+				deliver(&wc[i]);
+			post_recv((uint32_t)wc[i].wr_id);
+		}
+		work += n;
+	}
+	while ((n = droce_cq_poll(gsi.scq, wc, 16)) > 0) {
+		for (i = 0; i < n; i++) {
+			uint32_t k = (uint32_t)wc[i].wr_id;
+			struct dd_qp *qp = k < GSI_SENDS ? gsi.send[k].qp : NULL;
+
+			if (qp != NULL && gsi.send[k].signaled) {
+				struct ibv_wc out = wc[i];
+
+				out.wr_id = gsi.send[k].wr_id;
+				out.qp_num = 1;
+				dd_cq_put(qp->scq, &out);
+			}
+			if (k < GSI_SENDS) {
+				gsi.send[k].qp = NULL;
+				gsi.send[k].busy = false;
+			}
+		}
+		work += n;
+	}
+	return work;
+}
+
+/* With the QP1 queue held. */
+int
+dd_gsi_listen(struct dd_app *a, uint64_t service_id, int on)
+{
+	uint32_t i;
+
+	for (i = 0; i < gsi.nlisten; i++)
+		if (gsi.listen[i].service_id == service_id)
+			break;
+	if (!on) {
+		if (i == gsi.nlisten || gsi.listen[i].app != a)
+			return -EINVAL;
+		gsi.listen[i] = gsi.listen[--gsi.nlisten];
+		return 0;
+	}
+	if (i < gsi.nlisten)
+		return gsi.listen[i].app == a ? 0 : -EADDRINUSE;
+	if (gsi.nlisten == GSI_LISTEN)
+		return -ENOMEM;
+	gsi.listen[gsi.nlisten].service_id = service_id;
+	gsi.listen[gsi.nlisten++].app = a;
+	return 0;
+}
+
+/* With the QP1 queue held: an application leaves. */
+void
+dd_gsi_app_gone(struct dd_app *a)
+{
+	uint32_t i = 0;
+
+	while (i < gsi.nlisten) {
+		if (gsi.listen[i].app == a)
+			gsi.listen[i] = gsi.listen[--gsi.nlisten];
+		else
+			i++;
+	}
+	if (a->cm_prefix && dd.by_prefix[a->cm_prefix] == a)
+		dd.by_prefix[a->cm_prefix] = NULL;
+}
+
+void
+dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped, uint64_t *rejected,
+		uint64_t *listeners)
+{
+	*listeners = __atomic_load_n(&gsi.nlisten, __ATOMIC_RELAXED);
+	*rx = gsi.rx;
+	*tx = gsi.tx;
+	*dropped = gsi.dropped +
+		__atomic_load_n(&gsi.unanswered, __ATOMIC_RELAXED);
+	*rejected = __atomic_load_n(&gsi.rejected, __ATOMIC_RELAXED);
+}
+
+/* The answer to an orphan into out (a MAD): a REJ "invalid service ID"
+ * to a REQ, a SIDR REP "service ID not supported" to a SIDR REQ, as a
+ * host whose CM has no listener gives them (IBTA 12.6.7, 12.11.2). */
+static void
+orphan_answer(const uint8_t *req, uint8_t *out)
+{
+	bool sidr = req[17] == 0x17;
+
+	memset(out, 0, GSI_SLOT);
+	out[0] = 1;
+	out[1] = CM_CLASS;
+	out[2] = 2;
+	out[3] = 0x03;
+	memcpy(out + 8, req + 8, 8);		/* the TID */
+	out[16] = 0;
+	out[17] = sidr ? 0x18 : 0x12;
+	if (sidr) {
+		memcpy(out + 24, req + 24, 4);	/* the request ID */
+		out[24 + 4] = 1;		/* SID not supported */
+		memcpy(out + 24 + 12, req + 24 + 8, 8);	/* the service ID */
+	} else {
+		/* our comm ID 0; theirs; the REQ rejected; reason 8 */
+		memcpy(out + 24 + 4, req + 24, 4);
+		out[24 + 8] = 0;
+		out[24 + 10] = 0;
+		out[24 + 11] = 8;
+	}
+}
+
+/* One answer onto QP1 (control thread): 0, or -1 when it cannot go. */
+static int
+orphan_send(const uint8_t *grh, const uint8_t *req)
+{
+	const struct droce_dev_conf *conf = droce_dev_conf(dd.dev);
+	struct ibv_ah_attr attr = { .is_global = 1, .port_num = 1 };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	uint8_t sgid[16], dgid[16];
+	struct droce_ah *ah;
+	struct droce_av av;
+	struct ibv_sge sge;
+	uint32_t i, k;
+	int rc = -1;
+
+	if (grh_gids(grh, sgid, dgid) != 0)
+		return -1;
+	for (i = 0; i < DROCE_MAX_GIDS; i++)
+		if (conf->gids[i].valid && memcmp(conf->gids[i].gid, dgid, 16) == 0)
+			break;
+	if (i == DROCE_MAX_GIDS)
+		return -1;	/* not to one of our addresses */
+	memcpy(attr.grh.dgid.raw, sgid, 16);
+	attr.grh.sgid_index = (uint8_t)i;
+	attr.grh.hop_limit = 64;
+	/* may wait for the neighbour: this thread's other work waits too */
+	if (droce_port_av_from_ah(dd.port, &attr, &av, 1000) != 0)
+		return -1;
+	ah = droce_ah_create(gsi.pd, &av);
+	if (ah == NULL)
+		return -1;
+	droce_port_lock(dd.port, gsi.q);
+	for (k = 0; k < GSI_SENDS && gsi.send[k].busy; k++)
+		;
+	if (k < GSI_SENDS) {
+		orphan_answer(req, send_slot(k));
+		sge = (struct ibv_sge){ (uint64_t)(uintptr_t)send_slot(k),
+			GSI_SLOT, droce_mr_lkey(gsi.mr) };
+		wr.wr_id = k;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.sg_list = &sge;
+		wr.num_sge = 1;
+		wr.wr.ud.ah = droce_ah_to_ibv(ah);
+		wr.wr.ud.remote_qpn = 1;
+		wr.wr.ud.remote_qkey = GSI_QKEY;
+		if (droce_qp_post_send(gsi.qp, &wr, &bad) == 0) {
+			gsi.send[k].busy = true;
+			gsi.send[k].qp = NULL;
+			gsi.tx++;
+			rc = 0;
+		}
+	}
+	droce_port_unlock(dd.port, gsi.q);
+	droce_ah_destroy(ah);	/* the transport copied its address */
+	return rc;
+}
+
+/* Control thread: answer the REQs and SIDR REQs nobody listens for. */
+void
+dd_gsi_answer_orphans(void)
+{
+	uint32_t cons = gsi.orphan_cons;
+
+	while (cons != __atomic_load_n(&gsi.orphan_prod, __ATOMIC_ACQUIRE)) {
+		if (orphan_send(gsi.orphan[cons % GSI_ORPHANS].grh,
+				gsi.orphan[cons % GSI_ORPHANS].mad) == 0)
+			__atomic_fetch_add(&gsi.rejected, 1, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_add(&gsi.unanswered, 1, __ATOMIC_RELAXED);
+		cons++;
+		__atomic_store_n(&gsi.orphan_cons, cons, __ATOMIC_RELEASE);
+	}
+}

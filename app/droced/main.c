@@ -1,0 +1,466 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * droced [-c CONF] [-d] [-p PIDFILE] [DROCE_KEY=VALUE...]
+ *
+ * Owns the port (droce_conf.h's keys, as droce-run takes them) and its
+ * data-path cores, and serves applications that attach through the
+ * drop-in libibverbs on the unix socket DROCE_DAEMON names (default
+ * DROCE_DAEMON_DEFAULT). Keys of its own (doc/daemon.md):
+ *   DROCE_POLL           busy (default: an lcore per queue spins) or idle
+ *                        (the port's progress thread backs off when idle)
+ *   DROCE_LCORES         busy mode: the CPUs of the data-path lcores
+ *   DROCE_DAEMON_MODE    the socket's permissions (octal, default 0660)
+ *   DROCE_APP_MAX_QP, _CQ, _MR, _SRQ, _AH, _PD, DROCE_APP_MAX_MR_MB,
+ *   DROCE_APP_REGION_MB  per-application limits
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <rte_eal.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+
+#include "droced.h"
+
+RTE_LOG_REGISTER(dd_logtype, droced, INFO);
+
+struct droced dd = {
+	.listen_fd = -1,
+	.wake_fd = -1,
+	.ep = -1,
+	.neigh_fd = -1,
+	.apps_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: droced [-c CONF] [-d] [-p PIDFILE] "
+		"[DROCE_KEY=VALUE...]\n"
+		"  -c CONF     read keys from CONF (as DROCE_CONF)\n"
+		"  -d          detach (daemon); default: foreground\n"
+		"  -p PIDFILE  write the process id there\n"
+		"keys: droce-run's (DROCE_DEVARGS, DROCE_IPV4, ...) and droced's "
+		"(DROCE_DAEMON, DROCE_POLL, DROCE_APP_MAX_*): doc/daemon.md\n");
+}
+
+/* A number key: unset gives def; a malformed value names the key and
+ * stops, as every configuration value should. */
+static uint64_t
+key_u64(const char *key, uint64_t def, uint64_t min, uint64_t max)
+{
+	const char *v = droce_conf_get(key);
+	char *end;
+	unsigned long long x;
+
+	if (v == NULL)
+		return def;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || end == v || *end != '\0' || x < min || x > max) {
+		fprintf(stderr, "droced: %s=%s: want a number from %" PRIu64
+			" to %" PRIu64 "\n", key, v, min, max);
+		exit(2);
+	}
+	return x;
+}
+
+static void
+limits_load(struct dd_limits *l)
+{
+	l->max_qp = (uint32_t)key_u64("DROCE_APP_MAX_QP", 4096, 1, 65536);
+	l->max_cq = (uint32_t)key_u64("DROCE_APP_MAX_CQ", 4096, 1, 65536);
+	l->max_mr = (uint32_t)key_u64("DROCE_APP_MAX_MR", 4096, 1, 65536);
+	l->max_srq = (uint32_t)key_u64("DROCE_APP_MAX_SRQ", 1024, 1, 65536);
+	l->max_ah = (uint32_t)key_u64("DROCE_APP_MAX_AH", 4096, 1, 65536);
+	l->max_pd = (uint32_t)key_u64("DROCE_APP_MAX_PD", 256, 1, 65536);
+	l->max_chan = 1024;
+	l->max_mr_bytes = key_u64("DROCE_APP_MAX_MR_MB", 16384, 1, 1u << 30) << 20;
+	l->region_bytes = key_u64("DROCE_APP_REGION_MB", 32, 2, 65536) << 20;
+	/* whole hugepages */
+	l->region_bytes = (l->region_bytes + (2u << 20) - 1) & ~(uint64_t)((2u << 20) - 1);
+}
+
+/* Busy mode's EAL arguments: the main lcore, then one per queue. */
+static void
+busy_eal(char *buf, size_t len, uint32_t nq)
+{
+	const char *list = droce_conf_get("DROCE_LCORES");
+	char cores[256] = "";
+	cpu_set_t cpus;
+	int i, n = 0, first = -1;
+
+	if (list == NULL) {
+		/* main on the first CPU, the data path on the last ones */
+		int avail[CPU_SETSIZE], na = 0;
+
+		sched_getaffinity(0, sizeof(cpus), &cpus);
+		for (i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &cpus))
+				avail[na++] = i;
+		first = avail[0];
+		n = snprintf(cores, sizeof(cores), "%d", first);
+		for (i = 0; i < (int)nq; i++) {
+			int cpu = avail[na - 1 - (i % (na > 1 ? na - 1 : 1))];
+
+			n += snprintf(cores + n, sizeof(cores) - (size_t)n,
+				",%d@%d", i + 1, cpu);
+		}
+		list = cores;
+	}
+	snprintf(buf, len, "--in-memory --no-pci --lcores %s "
+		"--log-level=lib.eal:4 --log-level=pmd:4 %s", list, dd.conf.eal);
+}
+
+static int
+listen_on(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	mode_t mode = (mode_t)key_u64("DROCE_DAEMON_MODE", 0660, 0, 0777);
+	char dir[sizeof(sa.sun_path)], *slash;
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		fprintf(stderr, "droced: DROCE_DAEMON=%s: too long\n", path);
+		return -1;
+	}
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash != NULL && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+	}
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	unlink(path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+			chmod(path, mode) != 0 || listen(fd, 64) != 0) {
+		fprintf(stderr, "droced: cannot listen on %s: %s\n", path,
+			strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The kernel let the peer connect (write permission on the socket); we
+ * check it against the socket's owner, group and mode too, and log it. */
+static int
+peer_allowed(int sock, struct ucred *cr)
+{
+	socklen_t len = sizeof(*cr);
+	struct stat st;
+
+	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, cr, &len) != 0)
+		return 0;
+	if (cr->uid == 0 || cr->uid == geteuid())
+		return 1;
+	if (stat(dd.sock_path, &st) != 0)
+		return 0;
+	return (cr->uid == st.st_uid && (st.st_mode & S_IWUSR)) ||
+		(cr->gid == st.st_gid && (st.st_mode & S_IWGRP)) ||
+		(st.st_mode & S_IWOTH);
+}
+
+/* The neighbour eventfd's mark in the epoll set (sessions are dd_apps,
+ * the listening socket NULL). */
+static char neigh_mark;
+
+static void
+app_attach(int ep)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
+	struct ucred cr;
+	struct dd_app *a;
+	int s = accept4(dd.listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+	if (s < 0)
+		return;
+	if (!peer_allowed(s, &cr)) {
+		DD_LOG(WARNING, "refused a peer: pid %d uid %u gid %u",
+			(int)cr.pid, cr.uid, cr.gid);
+		dd.refused_peers++;
+		close(s);
+		return;
+	}
+	if (dd.nb_apps >= DD_MAX_APPS || (a = dd_app_new(s)) == NULL) {
+		DD_LOG(WARNING, "no room for pid %d: refused", (int)cr.pid);
+		close(s);
+		return;
+	}
+	a->pid = cr.pid;
+	a->uid = cr.uid;
+	a->gid = cr.gid;
+	a->id = ++dd.next_id;
+	dd_lock_all();
+	pthread_mutex_lock(&dd.apps_lock);
+	dd.apps[dd.nb_apps++] = a;
+	pthread_mutex_unlock(&dd.apps_lock);
+	dd_unlock_all();
+	dd.attached++;
+	ev.data.ptr = a;
+	epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
+	/* INFO once it asks for more than HELLO (ibv_get_device_list's
+	 * look at the device is not worth a line) */
+	DD_LOG(DEBUG, "app %u connected: pid %d uid %u gid %u", a->id,
+		(int)cr.pid, cr.uid, cr.gid);
+}
+
+int
+dd_app_watch(struct dd_app *a)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = a };
+
+	return epoll_ctl(dd.ep, EPOLL_CTL_ADD, a->sock, &ev);
+}
+
+static void
+app_detach(int ep, struct dd_app *a)
+{
+	uint64_t q0 = dd.reclaimed_qps, m0 = dd.reclaimed_mrs;
+	uint64_t refused = a->st.refused_wqes, bad_req = a->st.refused_requests;
+	uint32_t id = a->id;
+	pid_t pid = a->pid;
+	bool announced = a->announced;
+	char comm[sizeof(a->comm)];
+
+	memcpy(comm, a->comm, sizeof(comm));
+	epoll_ctl(ep, EPOLL_CTL_DEL, a->sock, NULL);	/* parked: not in it */
+	dd_neigh_forget(a);
+	dd_app_free(a);
+	dd.detached++;
+	if (announced)
+		DD_LOG(INFO, "app %u (pid %d, %s) gone: reclaimed %" PRIu64
+			" QPs, %" PRIu64 " MRs; it had %" PRIu64 " WQEs and %"
+			PRIu64 " requests refused", id, (int)pid, comm,
+			dd.reclaimed_qps - q0, dd.reclaimed_mrs - m0, refused,
+			bad_req);
+}
+
+void
+dd_app_detach(struct dd_app *a)
+{
+	app_detach(dd.ep, a);
+}
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	dd.stop = 1;
+}
+
+static int
+serve(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	dd.ep = ep;
+	epoll_ctl(ep, EPOLL_CTL_ADD, dd.listen_fd, &ev);
+	dd.neigh_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (dd.neigh_fd >= 0) {
+		ev.data.ptr = &neigh_mark;
+		epoll_ctl(ep, EPOLL_CTL_ADD, dd.neigh_fd, &ev);
+	}
+	while (!dd.stop) {
+		struct epoll_event evs[16];
+		int n = epoll_wait(ep, evs, 16, 200), i;
+
+		if (dd.gsi != NULL)
+			dd_gsi_answer_orphans();	/* within 200 ms */
+
+		for (i = 0; i < n; i++) {
+			struct dd_app *a = evs[i].data.ptr;
+
+			if (a == NULL) {
+				app_attach(ep);
+				continue;
+			}
+			if ((void *)a == &neigh_mark) {
+				dd_neigh_done();
+				continue;
+			}
+			if (evs[i].events & EPOLLIN) {
+				if (dd_serve(a) != 0) {
+					app_detach(ep, a);
+					continue;
+				}
+			}
+			if (!(evs[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+				continue;
+			app_detach(ep, a);
+		}
+	}
+	/* attached applications see the socket close: DEVICE_FATAL */
+	dd_neigh_fini();	/* they see dd.stop */
+	while (dd.nb_apps)
+		app_detach(ep, dd.apps[0]);
+	close(ep);
+	dd.ep = -1;
+	if (dd.neigh_fd >= 0)
+		close(dd.neigh_fd);
+	return 0;
+}
+
+static int
+parse_args(int argc, char **argv, int *detach, const char **pidfile)
+{
+	int opt, i;
+
+	while ((opt = getopt(argc, argv, "c:dp:h")) != -1) {
+		switch (opt) {
+		case 'c':
+			setenv("DROCE_CONF", optarg, 1);
+			break;
+		case 'd':
+			*detach = 1;
+			break;
+		case 'p':
+			*pidfile = optarg;
+			break;
+		default:
+			usage();
+			return -1;
+		}
+	}
+	for (i = optind; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (eq == NULL || strncmp(argv[i], "DROCE_", 6) != 0) {
+			fprintf(stderr, "droced: %s: want DROCE_KEY=VALUE\n",
+				argv[i]);
+			usage();
+			return -1;
+		}
+		*eq = '\0';
+		setenv(argv[i], eq + 1, 1);
+		*eq = '=';
+	}
+	return 0;
+}
+
+static int
+port_start(void)
+{
+	struct droce_port_hooks hooks = {
+		.poll = dd_poll_hook, .sleep = dd_sleep_hook, .arg = &dd,
+	};
+	struct droce_port_conf pc;
+	const char *poll = droce_conf_get("DROCE_POLL");
+	static char eal[1024];
+	unsigned int lcore;
+
+	if (poll != NULL && strcmp(poll, "busy") != 0 && strcmp(poll, "idle") != 0) {
+		fprintf(stderr, "droced: DROCE_POLL=%s: want busy or idle\n", poll);
+		return -1;
+	}
+	dd.busy = poll == NULL || strcmp(poll, "busy") == 0;
+	if (dd.conf.devargs[0] == '\0') {
+		fprintf(stderr, "droced: no DPDK device: set DROCE_DEVARGS\n");
+		return -1;
+	}
+	if (dd.conf.queues > DROCE_CHAN_MAX_QUEUES) {
+		fprintf(stderr, "droced: DROCE_QUEUES=%u: at most %d\n",
+			dd.conf.queues, DROCE_CHAN_MAX_QUEUES);
+		return -1;
+	}
+	droce_conf_port(&dd.conf, &pc, dd.busy ? DROCE_PROGRESS_LCORES :
+		DROCE_PROGRESS_THREAD, eal, sizeof(eal));
+	if (dd.busy)
+		busy_eal(eal, sizeof(eal), dd.conf.queues);
+	dd.port = droce_port_open(&pc);
+	if (dd.port == NULL) {
+		/* EAL's arguments may be what DPDK refused */
+		fprintf(stderr, "droced: DROCE_DEVARGS=%s%s%s: cannot open "
+			"it: %s\n", dd.conf.devargs,
+			dd.conf.eal[0] ? " DROCE_EAL=" : "", dd.conf.eal,
+			strerror(errno));
+		return -1;
+	}
+	dd.dev = droce_port_dev(dd.port);
+	dd.nb_queues = dd.conf.queues;
+	droce_dev_set_async_cb(dd.dev, dd_async_cb, &dd);
+	droce_conf_add_neighbors(dd.port, &dd.conf);
+	droce_port_set_hooks(dd.port, &hooks);
+	dd.wake_fd = droce_port_wake_fd(dd.port);
+	if (dd.busy)
+		RTE_LCORE_FOREACH_WORKER(lcore)
+			rte_eal_remote_launch(droce_port_run, dd.port, lcore);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *pidfile = NULL;
+	int detach = 0;
+	char err[640];
+
+	if (parse_args(argc, argv, &detach, &pidfile) != 0)
+		return 2;
+	/* every key, the drop-in's and droced's, before anything starts */
+	if (droce_conf_check(err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	droce_conf_load(&dd.conf);
+	limits_load(&dd.lim);
+	dd.sock_path = droce_conf_get("DROCE_DAEMON");
+	dd.sock_path = strdup(dd.sock_path ? dd.sock_path : DROCE_DAEMON_DEFAULT);
+	/* before EAL: its threads do not survive a fork */
+	if (detach && daemon(0, 1) != 0) {
+		perror("droced: daemon");
+		return 1;
+	}
+	if (pidfile != NULL) {
+		FILE *f = fopen(pidfile, "w");
+
+		if (f != NULL) {
+			fprintf(f, "%d\n", (int)getpid());
+			fclose(f);
+		}
+	}
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	if (port_start() != 0)
+		return 1;
+	dd.listen_fd = listen_on(dd.sock_path);
+	if (dd.listen_fd < 0) {
+		droce_port_close(dd.port);
+		return 1;
+	}
+	if (dd_gsi_init() != 0)
+		DD_LOG(WARNING, "no QP1: the connection manager is not served");
+	dd_telemetry_init();
+	DD_LOG(INFO, "%s on %s, %u queue(s), %s polling, listening on %s",
+		dd.conf.name, dd.conf.devargs, dd.nb_queues,
+		dd.busy ? "busy" : "idle", dd.sock_path);
+	serve();
+	close(dd.listen_fd);
+	unlink(dd.sock_path);
+	droce_conf_fault_report(dd.port, &dd.conf);
+	droce_port_close(dd.port);
+	DD_LOG(INFO, "stopped");
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef DROCE_VERBS_H
+#define DROCE_VERBS_H
+
+/*
+ * droce's own entries in its libibverbs.so.1 (version node
+ * DROCE_PRIVATE_1), for its librdmacm: rdma-core's librdmacm gets the
+ * same from the kernel.
+ */
+
+#include <stdint.h>
+
+#include <infiniband/verbs.h>
+
+/* The GSI QP (QPN 1) of pd's device: a UD QP for CM MADs. NULL with
+ * errno EINVAL (not UD, an SRQ) or EBUSY (the device has one). */
+struct ibv_qp *droce_create_gsi_qp(struct ibv_pd *pd,
+		struct ibv_qp_init_attr *attr);
+
+/* The MAC behind a GID on the context's port (ARP or ND), waiting up to
+ * timeout_ms: 0, ETIMEDOUT or EHOSTUNREACH. */
+int droce_resolve_gid(struct ibv_context *context, const uint8_t gid[16],
+		uint32_t timeout_ms);
+
+/* Attached to droced (doc/daemon.md), the daemon routes CM MADs to this
+ * context by the top byte of the communication and SIDR request IDs it
+ * picks: that byte; -1 in process (any ID will do). */
+int droce_cm_prefix(struct ibv_context *context);
+
+/* Attached: REQs and SIDR REQs for service_id come to this context's
+ * GSI QP (on 1) or no more (0). 0 or an errno; 0 in process. */
+int droce_cm_listen(struct ibv_context *context, uint64_t service_id, int on);
+
+#endif

@@ -1,0 +1,265 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * droce's configuration keys (droce_conf.h): one reader for the verbs
+ * drop-in and droced, so that a key means the same in both.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+
+#include "droce_conf.h"
+#include "dp_internal.h"
+#include "droce_wire.h"
+
+static char conf_file_buf[8192];
+static int conf_file_loaded;
+static int conf_file_err;	/* why DROCE_CONF could not be read whole */
+
+/* droce_conf_check names an unreadable file; nothing is printed here */
+static void
+conf_file_load(void)
+{
+	const char *path = getenv("DROCE_CONF");
+	FILE *f;
+	size_t n;
+
+	conf_file_loaded = 1;
+	if (path == NULL || path[0] == '\0')
+		return;
+	f = fopen(path, "r");
+	if (f == NULL) {
+		conf_file_err = errno;
+		return;
+	}
+	n = fread(conf_file_buf, 1, sizeof(conf_file_buf) - 1, f);
+	conf_file_buf[n] = '\0';
+	if (ferror(f))
+		conf_file_err = EIO;
+	else if (n == sizeof(conf_file_buf) - 1 && fgetc(f) != EOF)
+		conf_file_err = EFBIG;
+	fclose(f);
+}
+
+const char *
+dp_conf_file(const char **path, int *err)
+{
+	const char *p = getenv("DROCE_CONF");
+
+	if (!conf_file_loaded)
+		conf_file_load();
+	*path = p != NULL && p[0] != '\0' ? p : NULL;
+	*err = conf_file_err;
+	return conf_file_buf;
+}
+
+const char *
+droce_conf_get(const char *key)
+{
+	static __thread char val[512];
+	const char *e = getenv(key), *line;
+	size_t kl = strlen(key);
+
+	if (e != NULL)
+		return e;
+	if (!conf_file_loaded)
+		conf_file_load();
+	for (line = conf_file_buf; *line; ) {
+		const char *end = strchr(line, '\n');
+		size_t len = end ? (size_t)(end - line) : strlen(line);
+
+		while (len && (*line == ' ' || *line == '\t')) {
+			line++;
+			len--;
+		}
+		if (len > kl && strncmp(line, key, kl) == 0 && line[kl] == '=') {
+			size_t vl = len - kl - 1;
+
+			if (vl >= sizeof(val))
+				vl = sizeof(val) - 1;
+			memcpy(val, line + kl + 1, vl);
+			val[vl] = '\0';
+			while (vl && (val[vl - 1] == ' ' || val[vl - 1] == '\r'))
+				val[--vl] = '\0';
+			return val;
+		}
+		line += len + (end ? 1 : 0);
+	}
+	return NULL;
+}
+
+static int
+parse_mac(const char *s, uint8_t mac[6])
+{
+	unsigned int b[6];
+	int i;
+
+	if (s == NULL || sscanf(s, "%x:%x:%x:%x:%x:%x", &b[0], &b[1], &b[2],
+			&b[3], &b[4], &b[5]) != 6)
+		return -1;
+	for (i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	return 0;
+}
+
+static void
+copy_key(char *dst, size_t len, const char *key)
+{
+	const char *v = droce_conf_get(key);
+
+	if (v != NULL)
+		snprintf(dst, len, "%s", v);
+}
+
+void
+droce_conf_load(struct droce_conf *c)
+{
+	const char *v;
+	struct in_addr a;
+
+	memset(c, 0, sizeof(*c));
+	snprintf(c->name, sizeof(c->name), "droce0");
+	copy_key(c->name, sizeof(c->name), "DROCE_NAME");
+	copy_key(c->devargs, sizeof(c->devargs), "DROCE_DEVARGS");
+	copy_key(c->eal, sizeof(c->eal), "DROCE_EAL");
+	copy_key(c->fault, sizeof(c->fault), "DROCE_FAULT");
+	copy_key(c->fault_tx, sizeof(c->fault_tx), "DROCE_FAULT_TX");
+	copy_key(c->neigh, sizeof(c->neigh), "DROCE_NEIGH");
+	/* droce_conf_check refuses what is malformed; empty is unset */
+	v = droce_conf_get("DROCE_QUEUES");
+	c->queues = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 1;
+	if (c->queues == 0)
+		c->queues = 1;
+	v = droce_conf_get("DROCE_ZERO_COPY");
+	c->zc_min = v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0 ?
+		DROCE_ZC_AUTO : strcmp(v, "off") == 0 ||
+		strtoul(v, NULL, 10) == 0 ? DROCE_ZC_OFF :
+		(uint32_t)strtoul(v, NULL, 10);
+	v = droce_conf_get("DROCE_IPV6");
+	if (v != NULL && inet_pton(AF_INET6, v, c->ipv6) == 1)
+		c->has_ipv6 = 1;
+	v = droce_conf_get("DROCE_IPV4");
+	if (v != NULL && inet_pton(AF_INET, v, &a) == 1)
+		c->ipv4 = ntohl(a.s_addr);
+	if (parse_mac(droce_conf_get("DROCE_MAC"), c->mac) != 0) {
+		/* locally administered, unique per address */
+		uint32_t v4 = c->ipv4 ? c->ipv4 : 1;
+
+		c->mac[0] = 0x02;
+		c->mac[1] = 0x00;
+		c->mac[2] = (uint8_t)(v4 >> 24);
+		c->mac[3] = (uint8_t)(v4 >> 16);
+		c->mac[4] = (uint8_t)(v4 >> 8);
+		c->mac[5] = (uint8_t)v4;
+	}
+	v = droce_conf_get("DROCE_MTU");
+	c->mtu = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 1500;
+}
+
+static void
+default_eal(char *buf, size_t len, const char *extra)
+{
+	cpu_set_t cpus;
+	int cpu = 0, i;
+
+	/* The main lcore on a CPU the process may use; EAL's own threads
+	 * sleep, and droce keeps the application's affinity. */
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+		for (i = 0; i < CPU_SETSIZE; i++)
+			if (CPU_ISSET(i, &cpus)) {
+				cpu = i;
+				break;
+			}
+	snprintf(buf, len, "--in-memory --no-pci -l %d --log-level=lib.eal:4 "
+		"--log-level=pmd:4 --log-level=user1:4 %s", cpu, extra);
+}
+
+/* "drop,dup,reorder,corrupt[,frames]", the rates in ppm */
+static void
+fault_parse(const char *s, struct droce_fault_conf *f, uint64_t salt)
+{
+	unsigned int dr = 0, du = 0, re = 0, co = 0;
+	unsigned long long frames = 0;
+
+	if (s[0] == '\0')
+		return;
+	sscanf(s, "%u,%u,%u,%u,%llu", &dr, &du, &re, &co, &frames);
+	f->frames = frames;
+	f->drop_ppm = dr;
+	f->dup_ppm = du;
+	f->reorder_ppm = re;
+	f->corrupt_ppm = co;
+	f->seed = (uint64_t)getpid() * 2654435761u + salt;
+}
+
+void
+droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
+		enum droce_progress_mode mode, char *eal, size_t eal_len)
+{
+	droce_port_conf_init(pc);
+	default_eal(eal, eal_len, c->eal);
+	pc->eal_args = eal;
+	pc->devargs = c->devargs;
+	pc->nb_queues = c->queues;
+	pc->mode = mode;
+	pc->ipv4 = c->ipv4;
+	memcpy(pc->mac, c->mac, 6);
+	if (c->has_ipv6)
+		memcpy(pc->ipv6, c->ipv6, 16);
+	pc->mtu = c->mtu;
+	pc->tx_zc_min = c->zc_min;
+	pc->name = c->name;
+	fault_parse(c->fault, &pc->fault_rx, 1);
+	fault_parse(c->fault_tx, &pc->fault_tx, 2);
+}
+
+void
+droce_conf_add_neighbors(struct droce_port *port, const struct droce_conf *c)
+{
+	char buf[sizeof(c->neigh)], *tok, *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", c->neigh);
+	for (tok = strtok_r(buf, ", ", &save); tok;
+			tok = strtok_r(NULL, ", ", &save)) {
+		char *eq = strchr(tok, '=');
+		uint8_t gid[16], mac[6];
+		struct in_addr a;
+
+		if (eq == NULL)
+			continue;
+		*eq = '\0';
+		if (parse_mac(eq + 1, mac) != 0)
+			continue;
+		if (inet_pton(AF_INET, tok, &a) == 1)
+			droce_gid_from_ipv4(gid, ntohl(a.s_addr));
+		else if (inet_pton(AF_INET6, tok, gid) != 1)
+			continue;
+		droce_port_add_neighbor(port, gid, mac);
+	}
+}
+
+void
+droce_conf_fault_report(struct droce_port *port, const struct droce_conf *c)
+{
+	struct droce_fault_stats rx, tx;
+
+	if (!c->fault[0] && !c->fault_tx[0])
+		return;
+	droce_port_fault_stats(port, &rx, &tx);
+	fprintf(stderr, "droce: %s fault injection: receive dropped %" PRIu64
+		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
+		PRIu64 " delayed %" PRIu64 "; transmit dropped %" PRIu64
+		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
+		PRIu64 " delayed %" PRIu64 "\n", c->name, rx.dropped,
+		rx.duplicated, rx.reordered, rx.corrupted, rx.delayed,
+		tx.dropped, tx.duplicated, tx.reordered, tx.corrupted,
+		tx.delayed);
+}

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Once per process: EAL, the log type and the clock droce runs on. A
+ * daemon that owns EAL itself would replace dp_eal_init and keep the rest.
+ */
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_log.h>
+
+#include "droce_conf.h"
+#include "dp_internal.h"
+
+RTE_LOG_REGISTER_DEFAULT(droce_dp_logtype, INFO);
+
+uint64_t
+droce_now_ns(void)
+{
+	static uint64_t mult;	/* ns per cycle, 32.32 fixed point */
+	uint64_t c = rte_get_tsc_cycles();
+
+	if (mult == 0)
+		mult = (uint64_t)(((unsigned __int128)1000000000ull << 32) /
+			rte_get_tsc_hz());
+	/* a multiply, not three divisions: this runs on every pass */
+	return (uint64_t)(((unsigned __int128)c * mult) >> 32);
+}
+
+/*
+ * EAL once per process. rte_eal_init pins the calling thread to the main
+ * lcore: an application that embeds droce (or an unmodified verbs program)
+ * keeps the CPUs it had, so the affinity is restored afterwards.
+ */
+int
+dp_eal_init(const char *args)
+{
+	static int done;
+	char buf[1024], *argv[64], *tok, *save = NULL;
+	int argc = 0, rc, no_huge;
+	const char *v;
+	cpu_set_t cpus;
+
+	if (done)
+		return 0;
+	/* droce_conf.h's key: set and not 0 */
+	no_huge = (v = droce_conf_get("DROCE_NO_HUGE")) != NULL && v[0] &&
+		strcmp(v, "0") != 0;
+	snprintf(buf, sizeof(buf), "droce %s%s", args ? args : "",
+		no_huge && (args == NULL ||
+		strstr(args, "--no-huge") == NULL) ? " --no-huge -m 512" : "");
+	for (tok = strtok_r(buf, " \t", &save); tok && argc < 63;
+			tok = strtok_r(NULL, " \t", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+	sched_getaffinity(0, sizeof(cpus), &cpus);
+	rc = rte_eal_init(argc, argv);
+	sched_setaffinity(0, sizeof(cpus), &cpus);
+	if (rc < 0 && rte_errno != EALREADY)
+		return -rte_errno;
+	done = 1;
+	return 0;
+}

@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Starting and closing a port around net_memif's quirks in DPDK 22.11: a
+ * peer that is another process (start and reconnect until it is there),
+ * frames that must fit one memif buffer, and disconnects handled in EAL's
+ * interrupt thread.
+ */
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_alarm.h>
+#include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_ether.h>
+#include <rte_kvargs.h>
+
+#include "dp_internal.h"
+
+static void
+stop_close_cb(void *arg)
+{
+	struct droce_port *p = arg;
+
+	rte_eth_dev_stop(p->port_id);
+	rte_eth_dev_close(p->port_id);
+	__atomic_store_n(&p->closed, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Stop and close the ethdev from EAL's interrupt thread (an alarm): that
+ * is where net_memif handles a peer's disconnect, and in DPDK 22.11 the
+ * two disconnects running at once (both ends closing together, as every
+ * two-process benchmark does) free the shared regions twice.
+ */
+void
+dp_port_stop_close(struct droce_port *p)
+{
+	int i;
+
+	if (rte_eal_alarm_set(1, stop_close_cb, p) == 0) {
+		for (i = 0; i < 10000; i++) {
+			if (__atomic_load_n(&p->closed, __ATOMIC_ACQUIRE))
+				return;
+			usleep(1000);
+		}
+		/* the interrupt thread never ran it: do it here */
+		if (rte_eal_alarm_cancel(stop_close_cb, p) <= 0)
+			return;
+	}
+	stop_close_cb(p);
+}
+
+/* How long a port may take to find its peer when both start together. */
+#define PORT_START_NS	15000000000ull
+/* How long a net_memif client waits for its link before connecting again. */
+#define MEMIF_LINK_NS	2000000000ull
+
+/*
+ * A link whose far end is another process (net_memif's client role)
+ * cannot start before that process has created it: two programs started
+ * together race, so keep trying until the deadline.
+ */
+static int
+port_start(struct droce_port *p, uint64_t deadline)
+{
+	int rc, said = 0;
+
+	for (;;) {
+		rc = rte_eth_dev_start(p->port_id);
+		if (rc == 0 || droce_now_ns() >= deadline)
+			return rc;
+		if (!said++)
+			DP_LOG(INFO, "port %u not ready (%s), waiting for its peer",
+				p->port_id, strerror(-rc));
+		usleep(50000);
+	}
+}
+
+/* A port droce probed itself as net_memif with the client role (the
+ * PMD's default). */
+static bool
+memif_client(const struct droce_port *p, const struct rte_eth_dev_info *info)
+{
+	const char *role, *d = p->conf.devargs;
+
+	if (d == NULL || info->driver_name == NULL ||
+			strcmp(info->driver_name, "net_memif") != 0)
+		return false;
+	role = strstr(d, "role=");
+	if (role == NULL)
+		return true;
+	role += 5;
+	return strncmp(role, "server", 6) != 0 && strncmp(role, "master", 6) != 0;
+}
+
+/*
+ * net_memif in DPDK 22.11 (Debian's 22.11.11 included) carries a frame
+ * longer than one of its buffers (devarg bsize, 2048 by default) over
+ * several descriptors, marking all but the last "next". Its transmit never
+ * clears that mark on a packet's first descriptor, so once a slot that held
+ * the middle of a long frame is reused for a one-buffer frame, the receiver
+ * chains that frame into the next slot, runs past the ring's head and hands
+ * out up to 65,535 stale frames. Mixing long frames with short ones (data
+ * then READ requests, data and ACKs) is what RDMA does; a jumbo MTU over
+ * small memif buffers stalled QPs until their retry count ran out. So droce
+ * never makes a frame longer than one memif buffer.
+ */
+static uint32_t
+memif_max_mtu(const struct rte_eth_dev_info *info)
+{
+	const struct rte_devargs *da;
+	struct rte_kvargs *kv;
+	const char *v;
+	unsigned long bsize = 2048; /* the PMD's default */
+
+	if (info->driver_name == NULL || info->device == NULL ||
+			strcmp(info->driver_name, "net_memif") != 0)
+		return UINT32_MAX;
+	da = rte_dev_devargs(info->device);
+	if (da != NULL && da->args != NULL) {
+		kv = rte_kvargs_parse(da->args, NULL);
+		if (kv != NULL) {
+			v = rte_kvargs_get(kv, "bsize");
+			if (v != NULL && strtoul(v, NULL, 10) != 0)
+				bsize = strtoul(v, NULL, 10);
+			rte_kvargs_free(kv);
+		}
+	}
+	return bsize > RTE_ETHER_HDR_LEN ?
+		(uint32_t)(bsize - RTE_ETHER_HDR_LEN) : RTE_ETHER_MIN_MTU;
+}
+
+/* Cap the port MTU where the PMD cannot carry longer frames safely. */
+void
+dp_mtu_cap(struct droce_port *p)
+{
+	struct rte_eth_dev_info info;
+	uint32_t cap;
+
+	if (rte_eth_dev_info_get(p->port_id, &info) != 0)
+		return;
+	cap = memif_max_mtu(&info);
+	if (p->mtu <= cap)
+		return;
+	/* a warning only where it costs path MTU (9000 over bsize=8192: no) */
+	if (droce_eth_mtu_to_path_mtu(cap) != droce_eth_mtu_to_path_mtu(p->mtu))
+		DP_LOG(WARNING, "port %u: MTU %u -> %u: net_memif frames must "
+			"fit one buffer (bsize=%u; give bsize=%u for this MTU)",
+			p->port_id, p->mtu, cap, cap + RTE_ETHER_HDR_LEN,
+			p->mtu + RTE_ETHER_HDR_LEN);
+	else
+		DP_LOG(DEBUG, "port %u: MTU %u -> %u (net_memif bsize %u)",
+			p->port_id, p->mtu, cap, cap + RTE_ETHER_HDR_LEN);
+	p->mtu = cap;
+}
+
+/*
+ * net_memif (22.11) listens from the moment the server process probes
+ * its port, but refuses clients ("ID not found") until that process starts
+ * it; a client refused so is disconnected for good although its own start
+ * succeeded, and no frame ever passes. Two programs opening droce together
+ * (perftest's two sides after their TCP exchange) fell into that window
+ * about one run in two hundred. So a client whose link is not up within a
+ * while stops its port and starts it again: a new connection.
+ */
+static int
+memif_client_link_wait(struct droce_port *p)
+{
+	uint64_t deadline = droce_now_ns() + PORT_START_NS;
+	uint64_t retry = droce_now_ns() + MEMIF_LINK_NS;
+	struct rte_eth_link link;
+	int rc;
+
+	for (;;) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait(p->port_id, &link) == 0 &&
+				link.link_status == RTE_ETH_LINK_UP)
+			return 0;
+		if (droce_now_ns() >= deadline) {
+			/* as before this wait: the port is started, ARP
+			 * will say that nobody answers */
+			DP_LOG(WARNING, "port %u: net_memif link still down",
+				p->port_id);
+			return 0;
+		}
+		if (droce_now_ns() >= retry) {
+			DP_LOG(INFO, "port %u: net_memif link not up, connecting again",
+				p->port_id);
+			rte_eth_dev_stop(p->port_id);
+			rc = port_start(p, deadline);
+			if (rc != 0)
+				return rc;
+			retry = droce_now_ns() + MEMIF_LINK_NS;
+		}
+		usleep(1000);
+	}
+}
+
+/* Start a port droce configured; a net_memif client also waits for its
+ * link, connecting again while the server refuses it. */
+int
+dp_port_start(struct droce_port *p, const struct rte_eth_dev_info *info)
+{
+	int rc;
+
+	rc = port_start(p, droce_now_ns() + PORT_START_NS);
+	if (rc)
+		return rc;
+	if (memif_client(p, info))
+		return memif_client_link_wait(p);
+	return 0;
+}

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * Progress: one pass over one queue (queue_poll), the queue locks that
+ * let the application, the progress thread and lcores share it, and who
+ * runs the passes (the background thread, droce_port_run on an lcore, or
+ * the application inline).
+ */
+
+#include <poll.h>
+#include <sched.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+
+#include <rte_cycles.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+
+#include "dp_internal.h"
+
+static void
+deliver(struct dp_queue *q, struct rte_mbuf **m, uint16_t n, uint64_t now)
+{
+	const uint8_t *frames[DP_BURST * 2];
+	uint32_t lens[DP_BURST * 2];
+	uint16_t i;
+
+	RTE_ASSERT(n <= DP_BURST * 2);
+	for (i = 0; i < n; i++) {
+		frames[i] = rte_pktmbuf_mtod(m[i], const uint8_t *);
+		lens[i] = rte_pktmbuf_data_len(m[i]);
+	}
+	droce_tp_rx_burst(q->tq, frames, lens, n, now);
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+/*
+ * A frame to a multicast group, received with several queues: every
+ * queue whose QPs joined a group gets a reference (the transport delivers
+ * only to the attached QPs of the queue it runs on, as for any frame);
+ * this one keeps it if its own QPs joined one, or if nobody did, to count
+ * the drop. Whether the frame is the group's each queue decides.
+ * Returns 1 if this queue keeps it.
+ */
+static int
+mcast_fanout(struct dp_queue *q, struct rte_mbuf *m)
+{
+	struct droce_port *p = q->port;
+	uint32_t j, given = 0;
+
+	for (j = 0; j < p->nb_queues; j++) {
+		struct dp_queue *o = &p->q[j];
+
+		if (j == q->index || droce_tp_queue_mcast_groups(o->tq) == 0)
+			continue;
+		rte_mbuf_refcnt_update(m, 1);
+		if (rte_ring_enqueue(o->handoff, m) != 0) {
+			rte_pktmbuf_free(m);	/* drops our extra reference */
+			q->handoff_drops++;
+		}
+		q->handoffs++;
+		given++;
+	}
+	if (droce_tp_queue_mcast_groups(q->tq) != 0 || given == 0)
+		return 1;
+	rte_pktmbuf_free(m);
+	return 0;
+}
+
+/*
+ * One pass over queue q; the caller holds q->lock. Returns work done.
+ * hooked: a constant, whether to call the owner's hooks (queue_poll picks
+ * the copy, so that a port without hooks pays one branch per pass).
+ */
+static __rte_always_inline int
+queue_pass(struct dp_queue *q, const int hooked)
+{
+	struct droce_port *p = q->port;
+	/* faults may duplicate: room for twice a burst */
+	struct rte_mbuf *in[DP_BURST * 2], *mine[DP_BURST * 2];
+	uint16_t n, i, nm = 0;
+	uint64_t now = droce_now_ns(), sent;
+	int work = 0;
+
+	if (hooked)
+		work += p->hooks.poll(p->hooks.arg, q->index,
+			DROCE_HOOK_BEFORE);
+	n = rte_eth_rx_burst(p->port_id, (uint16_t)q->index, in, DP_BURST);
+	if (dp_fault_active(&p->frx)) {
+		rte_spinlock_lock(&p->fault_lock);
+		n = dp_fault_apply(p, &p->frx, in, n, DP_BURST * 2, now);
+		rte_spinlock_unlock(&p->fault_lock);
+	}
+	q->rx_pkts += n;
+	q->rx_bursts += n != 0;
+	work += n;
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = in[i];
+		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+		int64_t dqpn;
+
+		if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		dqpn = droce_wire_peek_dqpn(f, rte_pktmbuf_data_len(m));
+		if (dqpn < 0) {
+			q->non_roce++;
+			if (dp_arp_input(p, q, m) == 0 || dp_nd_input(p, q, m) == 0)
+				q->arp++;
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		/* Frames for a QP another queue owns go there by ring. */
+		if (p->nb_queues > 1) {
+			uint32_t owner;
+
+			if (unlikely(dqpn == DROCE_MCAST_QPN)) {
+				if (mcast_fanout(q, m))
+					mine[nm++] = m;
+				continue;
+			}
+			owner = droce_qpn_queue(p->dev, (uint32_t)dqpn);
+			if (owner != q->index) {
+				if (rte_ring_enqueue(p->q[owner].handoff, m) != 0) {
+					/* the owner is that far behind: the
+					 * transport retransmits */
+					rte_pktmbuf_free(m);
+					q->handoff_drops++;
+				}
+				q->handoffs++;
+				continue;
+			}
+		}
+		mine[nm++] = m;
+	}
+	if (nm)
+		deliver(q, mine, nm, now);
+	if (q->handoff != NULL) {
+		n = (uint16_t)rte_ring_dequeue_burst(q->handoff, (void **)mine,
+			DP_BURST, NULL);
+		if (n) {
+			deliver(q, mine, n, now);
+			work += n;
+		}
+	}
+	work += (int)droce_tp_progress(q->tq, now, DP_BURST * 2);
+	if (hooked)
+		work += p->hooks.poll(p->hooks.arg, q->index,
+			DROCE_HOOK_AFTER);
+	sent = q->tx_pkts;
+	dp_queue_flush(q);
+	if (q->tx_pkts != sent)
+		q->last_tx_ns = now;
+	if (p->tx_kick)
+		dp_queue_tx_kick(q, now);
+	return work;
+}
+
+static __rte_noinline int
+queue_poll_hooked(struct dp_queue *q)
+{
+	return queue_pass(q, 1);
+}
+
+static int
+queue_poll(struct dp_queue *q)
+{
+	if (unlikely(q->port->hooks.poll != NULL))
+		return queue_poll_hooked(q);
+	return queue_pass(q, 0);
+}
+
+void
+droce_port_handoff(struct droce_port *p, uint32_t q)
+{
+	/* no wake-up call on the application's path: with CPUs to spare
+	 * the thread's naps are short (5 us) */
+	if (p->spare_cpu)
+		p->q[q].app_poll_tsc = 0;
+}
+
+int
+droce_port_progress(struct droce_port *p, uint32_t qi)
+{
+	struct dp_queue *q = &p->q[qi];
+	int work;
+
+	if (!rte_spinlock_trylock(&q->lock))
+		return 0;
+	work = queue_poll(q);
+	q->app_poll_tsc = rte_rdtsc();
+	rte_spinlock_unlock(&q->lock);
+	return work;
+}
+
+int
+droce_port_progress_locked(struct droce_port *p, uint32_t qi)
+{
+	p->q[qi].app_poll_tsc = rte_rdtsc();
+	return queue_poll(&p->q[qi]);
+}
+
+/*
+ * Take a queue's lock: spin up to ~1 ms, then yield between tries. Where
+ * threads outnumber cores the holder may be preempted, and a waiter
+ * spinning on the core it needs keeps it off for a whole time slice
+ * (~4 ms); two processes doing so to each other on two cores made each
+ * round trip milliseconds. A pass can hold the lock for tens of
+ * microseconds (a 64 KB message is 64 frames): yielding after 20 us cost
+ * ib_write_bw on two cores a third of its rate, after 1 ms nothing.
+ */
+static void
+queue_lock(struct dp_queue *q)
+{
+	uint64_t start;
+
+	if (likely(rte_spinlock_trylock(&q->lock)))
+		return;
+	start = rte_rdtsc();
+	while (!rte_spinlock_trylock(&q->lock)) {
+		if (rte_rdtsc() - start < DP_LOCK_SPIN_CYCLES)
+			rte_pause();
+		else
+			sched_yield();
+	}
+}
+
+void
+droce_port_lock(struct droce_port *p, uint32_t q)
+{
+	queue_lock(&p->q[q]);
+}
+
+void
+droce_port_lock_driving(struct droce_port *p, uint32_t q)
+{
+	/* the application drives this queue: the thread keeps off it, also
+	 * while we wait for the lock it holds */
+	p->q[q].app_poll_tsc = rte_rdtsc();
+	queue_lock(&p->q[q]);
+}
+
+void
+droce_port_unlock(struct droce_port *p, uint32_t q)
+{
+	rte_spinlock_unlock(&p->q[q].lock);
+}
+
+int
+droce_port_set_hooks(struct droce_port *p, const struct droce_port_hooks *h)
+{
+	uint32_t i;
+
+	if (p == NULL)
+		return -EINVAL;
+	for (i = 0; i < p->nb_queues; i++)
+		queue_lock(&p->q[i]);
+	/* the progress thread reads sleep and arg without a queue lock
+	 * (thread_sleep): arg changes only while sleep is NULL */
+	__atomic_store_n(&p->hooks.sleep, NULL, __ATOMIC_RELEASE);
+	p->hooks.poll = h != NULL ? h->poll : NULL;
+	__atomic_store_n(&p->hooks.arg, h != NULL ? h->arg : NULL,
+		__ATOMIC_RELEASE);
+	if (h != NULL)
+		__atomic_store_n(&p->hooks.sleep, h->sleep, __ATOMIC_RELEASE);
+	for (i = p->nb_queues; i > 0; i--)
+		rte_spinlock_unlock(&p->q[i - 1].lock);
+	return 0;
+}
+
+int
+droce_port_wake_fd(const struct droce_port *p)
+{
+	return p->wake_fd;
+}
+
+void
+droce_port_tx_settle(struct droce_port *p, uint64_t quiet_ns, uint64_t max_ns)
+{
+	uint64_t start = droce_now_ns(), now, last;
+	uint32_t i, left;
+
+	do {
+		left = 0;
+		last = 0;
+		for (i = 0; i < p->nb_queues; i++) {
+			left += p->q[i].ntx;
+			if (p->q[i].last_tx_ns > last)
+				last = p->q[i].last_tx_ns;
+		}
+		now = droce_now_ns();
+		if (left == 0 && now - last >= quiet_ns)
+			return;
+		usleep(1000);	/* the progress thread flushes meanwhile */
+	} while (now - start < max_ns);
+}
+
+void
+droce_port_kick(struct droce_port *p, uint32_t q)
+{
+	uint64_t one = 1;
+
+	p->q[q].kicked = 1;
+	if (p->sleeping && p->wake_fd >= 0 &&
+			write(p->wake_fd, &one, sizeof(one)) < 0)
+		return;		/* already signalled */
+}
+
+/*
+ * Sleep up to us microseconds, or until droce_port_kick or any write to
+ * wake_fd (another process's too): the read clears the eventfd's count.
+ * The owner's sleep hook may call the nap off (work arrived meanwhile).
+ */
+static void
+thread_sleep(struct droce_port *p, uint32_t us)
+{
+	struct pollfd pfd = { .fd = p->wake_fd, .events = POLLIN };
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)us * 1000 };
+	int (*hook)(void *, int) = __atomic_load_n(&p->hooks.sleep,
+		__ATOMIC_ACQUIRE);
+	void *arg = __atomic_load_n(&p->hooks.arg, __ATOMIC_ACQUIRE);
+	int skip = 0;
+	uint64_t v;
+
+	/* droce_port_set_hooks meanwhile: no hook this nap, rather than
+	 * one with another's arg */
+	if (hook != __atomic_load_n(&p->hooks.sleep, __ATOMIC_ACQUIRE))
+		hook = NULL;
+	p->sleeping = 1;
+	rte_smp_mb();
+	if (hook != NULL)
+		skip = hook(arg, 1);
+	if (!skip && !p->q[0].kicked && !p->stop &&
+			ppoll(&pfd, 1, &ts, NULL) > 0 &&
+			read(p->wake_fd, &v, sizeof(v)) < 0)
+		v = 0;
+	p->sleeping = 0;
+	if (hook != NULL)
+		hook(arg, 0);
+}
+
+static int
+queue_busy(struct dp_queue *q, uint64_t now)
+{
+	return q->ntx || droce_tp_queue_busy(q->tq) ||
+		droce_tp_next_deadline(q->tq) <= now + 20000;
+}
+
+/*
+ * The background progress thread: spins while there is work, then backs
+ * off in growing sleeps (up to 100 us) so that it does not take a core
+ * from an application that polls inline on a small machine. A queue the
+ * application polled (droce_port_progress) in the last few microseconds
+ * is left to it: an application spinning on ibv_poll_cq does the work
+ * itself, and the thread takes over when it stops (sleeps on a completion
+ * channel, spins on memory).
+ */
+static void *
+progress_thread(void *arg)
+{
+	struct droce_port *p = arg;
+	uint64_t app_window, app_recent_window, last_work = 0;
+	uint32_t i;
+
+	/* short sleeps must stay short: 1 us of timer slack, not 50 */
+	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
+	/* an lcore id of its own gives this thread mempool caches (without
+	 * one, every mbuf comes from the pool's ring) */
+	if (rte_thread_register() != 0)
+		DP_LOG(DEBUG, "progress thread without an lcore id: %s",
+			rte_strerror(rte_errno));
+	app_window = rte_get_tsc_hz() / 50000;	/* 20 us */
+	app_recent_window = rte_get_tsc_hz() / 500;	/* 2 ms */
+
+	while (!p->stop) {
+		int work = 0, busy = 0;
+		uint32_t app_driven = 0, app_recent = 0;
+		uint64_t now = droce_now_ns();
+		uint64_t tsc = rte_rdtsc();
+
+		for (i = 0; i < p->nb_queues; i++) {
+			struct dp_queue *q = &p->q[i];
+
+			if (!q->kicked && tsc - q->app_poll_tsc < app_recent_window)
+				app_recent++;
+			if (q->kicked) {
+				q->kicked = 0;
+				q->app_poll_tsc = 0;	/* it waits for us now */
+				busy = 1;
+			} else if (tsc - q->app_poll_tsc < app_window) {
+				app_driven++;
+				continue;
+			}
+			if (rte_spinlock_trylock(&q->lock)) {
+				work += queue_poll(q);
+				busy |= queue_busy(q, now);
+				rte_spinlock_unlock(&q->lock);
+			} else {
+				busy = 1;	/* an application polls it */
+			}
+		}
+		if (work || busy) {
+			last_work = now;
+			/*
+			 * Every queue is one the application polled within
+			 * 2 ms; it was only preempted. Spinning here would
+			 * keep it off the core (two busy threads per process
+			 * on a small machine): do this pass's work, then
+			 * yield until it is back.
+			 */
+			if (app_recent == p->nb_queues)
+				thread_sleep(p, 20);
+			continue;
+		}
+		if (app_driven == p->nb_queues) {
+			/* the application polls every queue itself: keep off
+			 * its cores, look again when it may have stopped
+			 * (soon where it has CPUs to spare: the nap is then
+			 * the delay before the thread takes a handed-off
+			 * queue, and costs no application a core) */
+			thread_sleep(p, p->spare_cpu ? 5 : 50);
+			continue;
+		}
+		/* idle: spin 200 us (a reply is often that close), then
+		 * short sleeps up to 2 ms, then long ones */
+		if (now - last_work < 200000)
+			continue;
+		thread_sleep(p, now - last_work < 2000000 ? 10 : 100);
+	}
+	if (rte_lcore_id() != LCORE_ID_ANY)
+		rte_thread_unregister();
+	return NULL;
+}
+
+int
+droce_port_run(void *arg)
+{
+	struct droce_port *p = arg;
+	uint32_t qi = rte_lcore_index(rte_lcore_id()) >= 0 ?
+		(uint32_t)rte_lcore_index(rte_lcore_id()) % p->nb_queues : 0;
+
+	__atomic_fetch_add(&p->lcores_running, 1, __ATOMIC_ACQ_REL);
+	while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE))
+		droce_port_progress(p, qi);
+	__atomic_fetch_sub(&p->lcores_running, 1, __ATOMIC_ACQ_REL);
+	return 0;
+}
+
+/* DROCE_PROGRESS_THREAD: start the port's background thread. 0 or -1. */
+int
+dp_progress_thread_start(struct droce_port *p)
+{
+	cpu_set_t cpus;
+
+	/* an application thread, this thread and room to spare */
+	p->spare_cpu = sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
+		CPU_COUNT(&cpus) >= 4;
+	p->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (pthread_create(&p->thread, NULL, progress_thread, p) != 0)
+		return -1;
+	p->thread_running = 1;
+	return 0;
+}
+
+/* Stop every pass over the port: the thread's, and the lcores' in
+ * droce_port_run, which leave before the port goes. */
+void
+dp_progress_stop(struct droce_port *p)
+{
+	p->stop = 1;
+	if (p->thread_running) {
+		droce_port_kick(p, 0);
+		pthread_join(p->thread, NULL);
+	}
+	while (__atomic_load_n(&p->lcores_running, __ATOMIC_ACQUIRE))
+		rte_pause();
+	if (p->wake_fd >= 0)
+		close(p->wake_fd);
+}

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced by the scripts that run a program pair (verbs-pair.sh,
+# cm-pair.sh, rxe-pair.sh): stopping what they started, and checking a
+# side's output.
+
+# kill_all PID...: TERM, a moment, then KILL what is left
+kill_all() {
+	local p
+	for p in "$@"; do kill "$p" 2>/dev/null; done
+	sleep 0.2
+	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
+}
+
+# expect_all LOG WHO REGEX...: says ok or FAIL for each regex; 1 if any
+# is missing from LOG
+expect_all() {
+	local log=$1 who=$2 e rc=0
+	shift 2
+	for e in "$@"; do
+		if grep -qE -- "$e" "$log"; then
+			echo "ok: $who output matches /$e/"
+		else
+			echo "FAIL: $who output lacks /$e/"; rc=1
+		fi
+	done
+	return $rc
+}

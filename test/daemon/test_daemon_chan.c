@@ -1,0 +1,415 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * test_daemon_chan SOCK_A SOCK_B: applications on the channel itself,
+ * against two droced joined by a link.
+ *  1. a pair of sessions (one per daemon) moves data both ways: WRITE,
+ *     SEND/RECV, READ, every byte checked;
+ *  2. isolation: another session's handles, lkey and CQ are refused;
+ *  3. a malformed WQE between good ones: all complete, in order; a
+ *     request waiting for a neighbour holds up no other session;
+ *  4. a hostile session scribbles its doorbells, rings, WQEs and indexes
+ *     and sends malformed messages; the daemon survives, the hostile
+ *     QP goes to the error state, and the pair of step 1 still moves
+ *     data, checked again.
+ */
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+
+#include "chan_session.h"
+
+#define CHECK(c, ...) do { \
+	if (!(c)) { \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+		fprintf(stderr, __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		exit(1); \
+	} \
+} while (0)
+
+struct side {
+	struct cs s;
+	uint32_t pd;
+	struct cs_buf b;
+	struct cs_cq cq;
+	struct cs_qp qp;
+};
+
+static void
+side_open(struct side *x, const char *path)
+{
+	int rc = cs_open(&x->s, path);
+
+	CHECK(rc == 0, "attach to %s: %s", path, strerror(-rc));
+	CHECK(cs_pd(&x->s, &x->pd) == 0, "pd");
+	CHECK(cs_buf(&x->s, x->pd, 1 << 20, &x->b) == 0, "reg_mr");
+	CHECK(cs_cq(&x->s, 256, &x->cq) == 0, "cq");
+	CHECK(cs_qp(&x->s, x->pd, IBV_QPT_RC, &x->cq, &x->qp) == 0, "qp");
+}
+
+static void
+pair(struct side *a, struct side *b)
+{
+	int rc = cs_connect(&a->s, &a->qp, b->s.hello.gids[1].gid, b->qp.qpn);
+
+	CHECK(rc == 0, "connect a: %s", strerror(-rc));
+	rc = cs_connect(&b->s, &b->qp, a->s.hello.gids[1].gid, a->qp.qpn);
+	CHECK(rc == 0, "connect b: %s", strerror(-rc));
+}
+
+static void
+expect_wc(struct cs_cq *cq, enum ibv_wc_status st, const char *what)
+{
+	struct ibv_wc wc;
+
+	CHECK(cs_poll(cq, &wc, 20000) == 1, "%s: no completion", what);
+	CHECK(wc.status == st, "%s: status %d, want %d", what, wc.status, st);
+}
+
+static void
+fill(uint8_t *p, size_t n, unsigned int seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 131 + i * 7);
+}
+
+/* WRITE a -> b, SEND b -> a, READ a <- b; every byte checked. */
+static void
+traffic(struct side *a, struct side *b, unsigned int seed)
+{
+	struct droce_chan_swqe w = { 0 };
+	struct ibv_sge sge;
+	const size_t n = 65536;
+
+	fill(a->b.addr, n, seed);
+	memset(b->b.addr, 0, n);
+	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr, (uint32_t)n, a->b.lkey };
+	w.wr_id = 1;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.num_sge = 1;
+	w.remote_addr = (uint64_t)(uintptr_t)b->b.addr;
+	w.rkey = b->b.rkey;
+	cs_post_send(&a->s, &a->qp, &w, &sge);
+	expect_wc(&a->cq, IBV_WC_SUCCESS, "write");
+	CHECK(memcmp(a->b.addr, b->b.addr, n) == 0, "write: bytes differ");
+
+	/* SEND b -> a into a's second half */
+	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr + n, (uint32_t)n, a->b.lkey };
+	cs_post_recv(&a->s, &a->qp, 7, &sge);
+	fill(b->b.addr + n, n, seed + 1);
+	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)b->b.addr + n, (uint32_t)n, b->b.lkey };
+	w.opcode = IBV_WR_SEND;
+	w.remote_addr = 0;
+	cs_post_send(&b->s, &b->qp, &w, &sge);
+	expect_wc(&b->cq, IBV_WC_SUCCESS, "send");
+	expect_wc(&a->cq, IBV_WC_SUCCESS, "recv");
+	CHECK(memcmp(a->b.addr + n, b->b.addr + n, n) == 0, "send: bytes differ");
+
+	/* READ b's third quarter into a's */
+	fill(b->b.addr + 2 * n, n, seed + 2);
+	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr + 2 * n, (uint32_t)n,
+		a->b.lkey };
+	w.opcode = IBV_WR_RDMA_READ;
+	w.remote_addr = (uint64_t)(uintptr_t)b->b.addr + 2 * n;
+	w.rkey = b->b.rkey;
+	cs_post_send(&a->s, &a->qp, &w, &sge);
+	expect_wc(&a->cq, IBV_WC_SUCCESS, "read");
+	CHECK(memcmp(a->b.addr + 2 * n, b->b.addr + 2 * n, n) == 0,
+		"read: bytes differ");
+}
+
+/* Another session's objects: its handles name nothing here, its lkey
+ * is refused by the transport (another PD), its memory untouched. */
+static void
+isolation(struct side *a, struct side *b, const char *path_a, const char *path_b)
+{
+	struct side x, y;
+	struct droce_chan_query_qp_req q = { .handle = a->qp.handle + 1000 };
+	struct droce_chan_query_qp_rep qr;
+	struct droce_chan_handle h = { .handle = a->cq.handle + 100 };
+	struct droce_chan_swqe w = { 0 };
+	struct ibv_sge sge;
+	int rc;
+
+	side_open(&x, path_a);
+	side_open(&y, path_b);
+	pair(&x, &y);
+	/* handles are per application: a number that is a's is nothing of x's */
+	q.handle = x.qp.handle + 1;
+	rc = cs_rpc(&x.s, DROCE_OP_QUERY_QP, &q, &qr, NULL, 0, NULL, NULL);
+	CHECK(rc == -EINVAL, "query of a QP x does not have: %d", rc);
+	rc = cs_rpc(&x.s, DROCE_OP_DESTROY_CQ, &h, NULL, NULL, 0, NULL, NULL);
+	CHECK(rc == -EINVAL, "destroy of a CQ x does not have: %d", rc);
+	/* a's lkey and address on x's QP: a local protection error, and
+	 * nothing of a's leaves */
+	fill(a->b.addr, 4096, 99);
+	memset(y.b.addr, 0xee, 4096);
+	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr, 4096, a->b.lkey };
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.num_sge = 1;
+	w.remote_addr = (uint64_t)(uintptr_t)y.b.addr;
+	w.rkey = y.b.rkey;
+	cs_post_send(&x.s, &x.qp, &w, &sge);
+	expect_wc(&x.cq, IBV_WC_LOC_PROT_ERR, "write with another's lkey");
+	CHECK(y.b.addr[0] == 0xee && y.b.addr[4095] == 0xee,
+		"another's memory went out");
+	/* and remotely: y's rkey is not b's */
+	fill(b->b.addr, 4096, 5);
+	memset(x.b.addr, 0, 4096);
+	cs_close(&x.s);
+	cs_close(&y.s);
+	(void)b;
+	printf("isolation: ok\n");
+}
+
+/*
+ * A session whose request waits for a neighbour that never answers (a
+ * RESOLVE of a silent address, 5 s) holds up no other: another session's
+ * request is answered while the first still waits, and the first is
+ * answered (EHOSTUNREACH or ETIMEDOUT) once its time is up.
+ */
+static void
+neighbour_aside(const char *path)
+{
+	struct droce_chan_resolve_req r = { .timeout_ms = 5000 };
+	struct droce_chan_hdr h = { .op = DROCE_OP_RESOLVE, .seq = 77 };
+	union {
+		uint8_t buf[DROCE_CHAN_MSG_MAX];
+		struct droce_chan_hdr h;
+	} in;
+	struct pollfd pf;
+	struct cs a, b;
+	uint32_t pd;
+	int fds[DROCE_CHAN_MAX_FDS], nfds = 0, rc;
+
+	CHECK(cs_open(&a, path) == 0 && cs_open(&b, path) == 0,
+		"two sessions");
+	r.gid[10] = r.gid[11] = 0xff;
+	r.gid[12] = 10;
+	r.gid[13] = 9;
+	r.gid[14] = 0;
+	r.gid[15] = 77;		/* nobody */
+	CHECK(droce_chan_send(a.sock, &h, &r, sizeof(r), NULL, 0) == 0,
+		"RESOLVE sent");
+	usleep(200000);		/* the daemon has it */
+	rc = cs_pd(&b, &pd);
+	CHECK(rc == 0, "the other session's ALLOC_PD: %s", strerror(-rc));
+	pf = (struct pollfd){ .fd = a.sock, .events = POLLIN };
+	CHECK(poll(&pf, 1, 0) == 0,
+		"the other session was answered while the RESOLVE still waits");
+	pf.revents = 0;
+	CHECK(poll(&pf, 1, 30000) == 1, "the RESOLVE is answered in the end");
+	rc = droce_chan_recv(a.sock, in.buf, sizeof(in.buf), 1, fds, &nfds);
+	CHECK(rc >= 0 && in.h.seq == 77 && (in.h.status == EHOSTUNREACH ||
+		in.h.status == ETIMEDOUT), "RESOLVE: status %u", in.h.status);
+	rc = cs_pd(&a, &pd);
+	CHECK(rc == 0, "its session serves again: %s", strerror(-rc));
+	cs_close(&a);
+	cs_close(&b);
+	printf("a neighbour's wait aside: ok\n");
+}
+
+/* A malformed WQE between two good ones: every one completes, in order,
+ * as a QP in the error state completes them: the first flushed, the
+ * refused one with its error, the next flushed. */
+static void
+refused_in_order(const char *path, struct side *a)
+{
+	struct droce_chan_swqe w = { 0 };
+	struct ibv_wc wc;
+	struct side h;
+	uint64_t i;
+
+	side_open(&h, path);
+	/* to a QP nobody has: the first SEND waits for its ACK */
+	CHECK(cs_connect(&h.s, &h.qp, a->s.hello.gids[1].gid, 0xabce) == 0,
+		"connect the QP");
+	w.opcode = IBV_WR_SEND;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.wr_id = 101;
+	cs_post_send(&h.s, &h.qp, &w, NULL);
+	w.wr_id = 102;
+	w.num_sge = 1000;	/* past max_send_sge and the slot */
+	cs_post_send(&h.s, &h.qp, &w, NULL);
+	w.wr_id = 103;
+	w.num_sge = 0;
+	w.send_flags = 0;	/* unsignaled: flushed all the same */
+	cs_post_send(&h.s, &h.qp, &w, NULL);
+	for (i = 0; i < 3; i++) {
+		CHECK(cs_poll(&h.cq, &wc, 20000) == 1,
+			"WQE %lu of 3: no completion", (unsigned long)i + 1);
+		CHECK(wc.wr_id == 101 + i, "completion %lu: wr_id %lu",
+			(unsigned long)i + 1, (unsigned long)wc.wr_id);
+		CHECK(wc.status == (i == 1 ? IBV_WC_LOC_QP_OP_ERR :
+			IBV_WC_WR_FLUSH_ERR), "wr_id %lu: status %d",
+			(unsigned long)wc.wr_id, wc.status);
+	}
+	CHECK(h.qp.sq.sh->error == 1, "the refused WQE's QP is not in error");
+	/* and receives: a malformed one, then a good one: both flushed */
+	{
+		uint8_t *slot = h.qp.rq.slots + (h.qp.rq.prod &
+			(h.qp.rq.size - 1)) * h.qp.rq.slot;
+		struct droce_chan_rwqe rw = { .wr_id = 201, .num_sge = 1000 };
+		struct ibv_sge sge = { (uint64_t)(uintptr_t)h.b.addr, 64, h.b.lkey };
+
+		memcpy(slot, &rw, sizeof(rw));
+		h.qp.rq.prod++;
+		cs_post_recv(&h.s, &h.qp, 202, &sge);
+		for (i = 0; i < 2; i++) {
+			CHECK(cs_poll(&h.cq, &wc, 20000) == 1,
+				"receive %lu of 2: no completion", (unsigned long)i + 1);
+			CHECK(wc.wr_id == 201 + i && wc.status == IBV_WC_WR_FLUSH_ERR,
+				"receive completion %lu: wr_id %lu status %d",
+				(unsigned long)i + 1, (unsigned long)wc.wr_id, wc.status);
+		}
+	}
+	cs_close(&h.s);
+	printf("refused WQE: completed in order: ok\n");
+}
+
+static void
+scribble(const char *path, struct side *a)
+{
+	struct side h;
+	struct droce_chan_region *r;
+	struct droce_chan_db *db;
+	struct droce_chan_hdr hdr = { .op = DROCE_OP_CREATE_QP, .seq = 1 };
+	uint8_t junk[64];
+	uint32_t i;
+	int fd;
+
+	side_open(&h, path);
+	/* connected (to a QP nobody has), so that its WQEs are executed */
+	CHECK(cs_connect(&h.s, &h.qp, a->s.hello.gids[1].gid, 0xabcd) == 0,
+		"connect the hostile QP");
+	r = (void *)h.s.region;
+	db = (void *)(h.s.region + r->db_off[0]);
+	srandom(42);
+	/* garbage WQEs, rung */
+	for (i = 0; i < 200; i++) {
+		uint8_t *slot = h.qp.sq.slots + (h.qp.sq.prod & (h.qp.sq.size - 1)) *
+			h.qp.sq.slot;
+		uint32_t k;
+
+		for (k = 0; k < h.qp.sq.slot; k++)
+			slot[k] = (uint8_t)random();
+		h.qp.sq.prod++;
+	}
+	h.qp.sq.sh->prod = h.qp.sq.prod;
+	h.qp.sq.sh->rung = 1;
+	db->ring[db->prod & (DROCE_CHAN_DB_SIZE - 1)] = DROCE_DB(DROCE_KIND_SQ, h.qp.handle);
+	__atomic_store_n(&db->prod, db->prod + 1, __ATOMIC_RELEASE);
+	/* doorbells naming nothing, and kinds that do not exist */
+	for (i = 0; i < 1000; i++)
+		db->ring[(db->prod + i) & (DROCE_CHAN_DB_SIZE - 1)] = (uint32_t)random();
+	__atomic_store_n(&db->prod, db->prod + 1000, __ATOMIC_RELEASE);
+	for (i = 0; i < 200 && !__atomic_load_n(&h.qp.sq.sh->error, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	CHECK(h.qp.sq.sh->error == 1, "the garbage WQEs' QP is not in error");
+	/* indexes out of range: the RQ's prod far ahead, the doorbell's too */
+	h.qp.rq.sh->prod = 0x80000000u;
+	h.qp.rq.sh->rung = 0;
+	db->ring[db->prod & (DROCE_CHAN_DB_SIZE - 1)] = DROCE_DB(DROCE_KIND_RQ, h.qp.handle);
+	__atomic_store_n(&db->prod, db->prod + 0x40000000u, __ATOMIC_RELEASE);
+	h.cq.sh->cons = 0xdeadbeef;
+	usleep(100000);
+	/* malformed messages: a short body, an unknown op, a REG_MR whose
+	 * descriptor is a pipe, whose piece lies beyond its segment */
+	CHECK(send(h.s.sock, &hdr, sizeof(hdr), 0) == sizeof(hdr), "send");
+	usleep(100000);
+	cs_close(&h.s);
+
+	side_open(&h, path);
+	{
+		struct droce_chan_reg_mr_req m = { 0 };
+		int p[2];
+
+		CHECK(pipe(p) == 0, "pipe");
+		m.pd = h.pd;
+		m.addr = 0x10000;
+		m.len = 4096;
+		m.npieces = 1;
+		m.pieces[0].seg = 77;
+		m.pieces[0].flags = DROCE_PIECE_NEW;
+		m.pieces[0].len = 4096;
+		CHECK(cs_rpc(&h.s, DROCE_OP_REG_MR, &m, NULL, &p[0], 1, NULL, NULL) ==
+			-EINVAL, "a pipe as memory");
+		close(p[0]);
+		close(p[1]);
+		fd = memfd_create("small", MFD_ALLOW_SEALING);
+		CHECK(fd >= 0 && ftruncate(fd, 4096) == 0, "memfd");
+		m.pieces[0].seg = 78;
+		m.pieces[0].seg_off = 8192;
+		CHECK(cs_rpc(&h.s, DROCE_OP_REG_MR, &m, NULL, &fd, 1, NULL, NULL) ==
+			-EINVAL, "a piece beyond its segment");
+		m.pieces[0].seg = 79;
+		m.pieces[0].seg_off = 0;
+		m.pieces[0].len = 1u << 30;
+		m.len = 1u << 30;
+		CHECK(cs_rpc(&h.s, DROCE_OP_REG_MR, &m, NULL, &fd, 1, NULL, NULL) ==
+			-EINVAL, "a piece longer than its segment");
+		close(fd);
+	}
+	for (i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)random();
+	hdr.op = 999;
+	hdr.len = sizeof(junk);
+	{
+		struct iovec iov[2] = { { &hdr, sizeof(hdr) }, { junk, sizeof(junk) } };
+		struct msghdr msg = { .msg_iov = iov, .msg_iovlen = 2 };
+
+		CHECK(sendmsg(h.s.sock, &msg, 0) > 0, "sendmsg");
+	}
+	usleep(100000);
+	cs_close(&h.s);
+	printf("hostile: done\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct side a, b;
+	int rc;
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s SOCK_A SOCK_B\n", argv[0]);
+		return 2;
+	}
+	side_open(&a, argv[1]);
+	side_open(&b, argv[2]);
+	pair(&a, &b);
+	traffic(&a, &b, 1);
+	printf("traffic: ok\n");
+	isolation(&a, &b, argv[1], argv[2]);
+	traffic(&a, &b, 2);
+	refused_in_order(argv[1], &b);
+	neighbour_aside(argv[1]);
+	scribble(argv[1], &b);
+	/* the daemon is alive and the pair unharmed */
+	{
+		struct cs t;
+
+		rc = cs_open(&t, argv[1]);
+		CHECK(rc == 0, "the daemon after the hostile session: %s", strerror(-rc));
+		cs_close(&t);
+	}
+	traffic(&a, &b, 3);
+	printf("traffic after hostile: ok\n");
+	cs_close(&a.s);
+	cs_close(&b.s);
+	printf("PASS\n");
+	return 0;
+}
