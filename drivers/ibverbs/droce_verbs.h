@@ -34,4 +34,14 @@ int droce_cm_prefix(struct ibv_context *context);
  * GSI QP (on 1) or no more (0). 0 or an errno; 0 in process. */
 int droce_cm_listen(struct ibv_context *context, uint64_t service_id, int on);
 
+/* Up to max counters, named by static strings; the number filled. */
+typedef unsigned int (*droce_telemetry_fill_t)(const char **names,
+		uint64_t *values, unsigned int max);
+
+/* A DPDK telemetry command (this library carries its own EAL) that
+ * answers a dictionary of counters from fill: 0, or an errno (EINVAL,
+ * ENOSPC past a few commands). */
+int droce_telemetry_u64(const char *cmd, const char *help,
+		droce_telemetry_fill_t fill);
+
 #endif

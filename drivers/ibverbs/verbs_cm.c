@@ -5,8 +5,16 @@
 /*
  * What droce's librdmacm needs of a device besides verbs (droce_verbs.h):
  * in process nothing, attached to droced the daemon's routing of CM MADs
- * (QP1 is the daemon's).
+ * (QP1 is the daemon's); and a telemetry command, as DPDK is linked into
+ * this library, not shared with it.
  */
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <rte_common.h>
+#include <rte_telemetry.h>
 
 #include "attach.h"
 #include "droce_verbs.h"
@@ -25,4 +33,54 @@ droce_cm_listen(struct ibv_context *context, uint64_t service_id, int on)
 	struct dv_context *c = dv_ctx(context);
 
 	return c->att != NULL ? da_cm_listen(c, service_id, on) : 0;
+}
+
+#define TEL_CMDS 4
+#define TEL_VALUES 32
+
+static struct {
+	char cmd[64];
+	droce_telemetry_fill_t fill;
+} tel[TEL_CMDS];
+
+static int
+tel_u64(const char *cmd, const char *params __rte_unused,
+		struct rte_tel_data *d)
+{
+	const char *names[TEL_VALUES];
+	uint64_t values[TEL_VALUES];
+	unsigned int i, n;
+
+	for (i = 0; i < TEL_CMDS; i++)
+		if (tel[i].fill != NULL && strcmp(tel[i].cmd, cmd) == 0)
+			break;
+	if (i == TEL_CMDS)
+		return -EINVAL;
+	n = tel[i].fill(names, values, TEL_VALUES);
+	rte_tel_data_start_dict(d);
+	for (i = 0; i < n && i < TEL_VALUES; i++)
+		rte_tel_data_add_dict_u64(d, names[i], values[i]);
+	return 0;
+}
+
+int
+droce_telemetry_u64(const char *cmd, const char *help,
+		droce_telemetry_fill_t fill)
+{
+	unsigned int i;
+	int rc;
+
+	if (cmd == NULL || fill == NULL || strlen(cmd) >= sizeof(tel[0].cmd))
+		return EINVAL;
+	for (i = 0; i < TEL_CMDS && tel[i].fill != NULL; i++)
+		;
+	if (i == TEL_CMDS)
+		return ENOSPC;
+	/* the slot first: the telemetry thread may ask at once */
+	snprintf(tel[i].cmd, sizeof(tel[i].cmd), "%s", cmd);
+	tel[i].fill = fill;
+	rc = rte_telemetry_register_cmd(cmd, tel_u64, help);
+	if (rc != 0)
+		tel[i].fill = NULL;
+	return -rc;
 }

@@ -55,8 +55,10 @@ work=$(mktemp -d /tmp/droce-cm.XXXXXX)
 pids=()
 dpid_a=
 dpid_b=
+tele_s=
 cleanup() {
 	kill_all "${pids[@]}" $dpid_a $dpid_b
+	[ -n "$tele_s" ] && rm -rf "$(dirname "$tele_s")"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -80,6 +82,10 @@ if [ -n "$fault" ]; then
 	srv_env+=("DROCE_FAULT=$fault")
 	cli_env+=("DROCE_FAULT=$fault")
 fi
+# the server's telemetry socket tells when it listens (/droce/cm)
+tag=$(basename "$work" | tr -dc 'a-zA-Z0-9')
+srv_env+=("DROCE_EAL=--file-prefix dcm$tag")
+tele_s=/var/run/dpdk/dcm$tag/dpdk_telemetry.v2
 if [ -n "$droced" ]; then
 	keys=()
 	[ -n "$fault" ] && keys+=("DROCE_FAULT=$fault")
@@ -88,15 +94,16 @@ if [ -n "$droced" ]; then
 	cli_env=("DROCE_DAEMON=$work/b.sock")
 	sock="$work/a.sock"	# there already: the server needs a moment
 fi
-# how many service IDs daemon A's applications listen on
+# listeners SOCKET COMMAND KEY: how many IDs listen, by a telemetry
+# counter (daemon A's applications', or the in-process server's)
 listeners() {
-	/usr/bin/python3 - "$1" <<'PY' 2>/dev/null || echo 0
+	/usr/bin/python3 - "$@" <<'PY' 2>/dev/null || echo 0
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sys.argv[1])
 s.recv(12288)
-s.send(b"/droced/stats")
-print(json.loads(s.recv(65536))["/droced/stats"].get("cm_listeners", 0))
+s.send(sys.argv[2].encode())
+print(json.loads(s.recv(65536))[sys.argv[2]].get(sys.argv[3], 0))
 PY
 }
 subst() { local a; for a in "$@"; do printf '%s\n' "${a//@SRV@/$srv_ip}"; done; }
@@ -121,16 +128,20 @@ if [ -n "$server_ready" ]; then
 		kill -0 "$srv" 2>/dev/null || break
 		sleep 0.1
 	done
-elif [ -n "$droced" ]; then
-	# its daemon answers a REQ nobody listens for with a REJ, as a
-	# kernel's CM does: the client starts once the server listens
+else
+	# a REQ nobody listens for is answered with a REJ, as a kernel's CM
+	# answers it (perftest then even retries into freed memory): the
+	# client starts once the server listens
+	if [ -n "$droced" ]; then
+		lcmd=("$tele_a" /droced/stats cm_listeners)
+	else
+		lcmd=("$tele_s" /droce/cm listeners)
+	fi
 	for _ in $(seq 1 600); do
-		[ "$(listeners "$tele_a")" -gt 0 ] 2>/dev/null && break
+		[ "$(listeners "${lcmd[@]}")" -gt 0 ] 2>/dev/null && break
 		kill -0 "$srv" 2>/dev/null || break
 		sleep 0.1
 	done
-else
-	sleep 1
 fi
 echo "client: ${cli_cmd[*]}"
 timeout -k 5 "${CM_TIMEOUT:-240}" "$run" "${cli_env[@]}" "${cli_cmd[@]}" \
