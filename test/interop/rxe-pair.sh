@@ -86,7 +86,7 @@ cleanup() {
 	ip link del "$tap" 2>/dev/null
 	# debugging aid: RXE_PAIR_KEEP=DIR keeps the capture and the logs
 	[ -n "${RXE_PAIR_KEEP:-}" ] && cp -r "$work/." "$RXE_PAIR_KEEP/" 2>/dev/null
-	rm -rf "$work"
+	rm -rf "$work" "/var/run/dpdk/drxe$tag"
 }
 trap cleanup EXIT
 
@@ -142,17 +142,33 @@ fi
 echo "rxe-pair: $role $prog $* (tap $tap, droce $droce_ip, rxe $guest_ip, loss $loss ppm)"
 [ "$loss_frames" -gt 0 ] && echo "rxe-pair: loss only in the first $loss_frames frames each way"
 if [ $cm -eq 1 ] && [ "$role" = droce-server ]; then
-	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" -p "$port" "${srv_args[@]}" \
-		> "$work/droce.log" 2>&1 &
+	# the guest's REQ must find droce listening (a REJ otherwise):
+	# droce's telemetry (/droce/cm) says when
+	tele=/var/run/dpdk/drxe$tag/dpdk_telemetry.v2
+	timeout -k 5 400 "$run" "${droce_env[@]}" "DROCE_EAL=--file-prefix drxe$tag" \
+		"$prog" -p "$port" "${srv_args[@]}" > "$work/droce.log" 2>&1 &
 	pids+=($!); dpid=$!
-	sleep 2		# droce listens long before the guest has booted
+	for _ in $(seq 1 600); do
+		[ "$(python3 - "$tele" <<'PY' 2>/dev/null
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(12288)
+s.send(b"/droce/cm")
+print(json.loads(s.recv(65536))["/droce/cm"]["listeners"])
+PY
+)" -gt 0 ] 2>/dev/null && break
+		kill -0 "$dpid" 2>/dev/null || break
+		sleep 0.1
+	done
 	guest "$prog $gdev $guest_opts -p $port ${cli_args[*]}; rc=\$?; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
 	pids+=($!); gpid=$!
 elif [ $cm -eq 1 ]; then
-	# no TCP port to watch: the guest's server gets 3 s to listen
+	# the kernel's CM lists the server's ID as listening once it does
 	guest "$prog $gdev $guest_opts -p $port ${srv_args[*]} > /tmp/srv.log 2>&1 & p=\$!; \
-		sleep 3; echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
+		for i in \$(seq 1 300); do rdma res show cm_id 2>/dev/null | grep -q 'state LISTEN' && break; sleep 0.1; done; \
+		echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
 	pids+=($!); gpid=$!
 	for _ in $(seq 1 1200); do
