@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "eal_dir.h"
 #include "droce.h"
 
 struct hook_log {
@@ -77,7 +78,7 @@ open_ring(const char *devargs, const char *name, enum droce_progress_mode m,
 	struct droce_port_conf conf;
 
 	snprintf(eal, sizeof(eal), "--no-huge -m 512 --no-pci "
-		"--file-prefix dphk%d --log-level=lib.eal:4", (int)getpid());
+		"--file-prefix %s --log-level=lib.eal:4", eal_dir_prefix("dphk"));
 	droce_port_conf_init(&conf);
 	conf.eal_args = eal;
 	conf.devargs = devargs;

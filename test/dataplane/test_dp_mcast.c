@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "eal_dir.h"
 #include "dp_internal.h"
 #include "ud_qp.h"
 
@@ -96,7 +97,7 @@ main(void)
 	int i;
 
 	snprintf(eal, sizeof(eal), "--no-huge -m 512 --no-pci "
-		"--file-prefix dpmc%d --log-level=lib.eal:4", (int)getpid());
+		"--file-prefix %s --log-level=lib.eal:4", eal_dir_prefix("dpmc"));
 	droce_port_conf_init(&conf);
 	conf.eal_args = eal;
 	conf.devargs = "net_ring0";

@@ -19,6 +19,7 @@
 #include <rte_mbuf.h>
 
 #include "check.h"
+#include "eal_dir.h"
 #include "dp_internal.h"
 #include "tp_internal.h"
 
@@ -92,7 +93,7 @@ main(void)
 	uint32_t i, n = 0, cap;
 
 	snprintf(eal, sizeof(eal), "--no-huge -m 512 --no-pci "
-		"--file-prefix dpzc%d --log-level=lib.eal:4", (int)getpid());
+		"--file-prefix %s --log-level=lib.eal:4", eal_dir_prefix("dpzc"));
 	droce_port_conf_init(&conf);
 	conf.eal_args = eal;
 	conf.devargs = "net_null0";
