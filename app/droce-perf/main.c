@@ -237,10 +237,15 @@ parse_sizes(const char *s)
 }
 
 static void
-usage(void)
+usage(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 "usage: droce-perf --server|--client --vdev DEVARGS --ip A.B.C.D [options]\n"
+"Message rate, bandwidth and latency of droce's transport and data path\n"
+"between two processes, each test beside the raw rate of the same PMD.\n"
+"  --server, --client  the side; the client runs the tests\n"
+"  --vdev DEVARGS      the DPDK device (as DROCE_DEVARGS)\n"
+"  --ip A.B.C.D        this side's address\n"
 "  --peer-ip A.B.C.D   the server (client side)\n"
 "  --port N            TCP side channel port on loopback (18515)\n"
 "  --op OP[,OP..]      write write_imm send read fetch_add cmp_swap all\n"
@@ -278,7 +283,9 @@ usage(void)
 "                      more: 4096); both sides must agree\n"
 "  --zero-copy N       send payloads of N bytes or more from the MR\n"
 "                      itself (external mbufs); off on virtual devices\n"
-"                      unless given; --no-zero-copy: never\n");
+"                      unless given; --no-zero-copy: never\n"
+"  -h, --help          this text\n"
+"See droce-perf(1) and doc/perf.md.\n");
 }
 
 static int
@@ -328,7 +335,7 @@ parse_args(int argc, char **argv)
 	int c, i;
 
 	opt.raw = 1;
-	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'S': opt.server = 1; break;
 		case 'C': opt.server = 0; break;
@@ -365,7 +372,7 @@ parse_args(int argc, char **argv)
 		case 'O':
 			opt.outs = (uint32_t)atoi(optarg);
 			if (opt.outs == 0) {
-				usage();
+				usage(stderr);
 				return -1;
 			}
 			break;
@@ -397,8 +404,11 @@ parse_args(int argc, char **argv)
 		case 'M': opt.mtu = (uint32_t)atoi(optarg); break;
 		case 'z': opt.zc_min = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'Z': opt.zc_min = DROCE_ZC_OFF; break;
+		case 'h':
+			usage(stdout);
+			exit(0);
 		default:
-			usage();
+			usage(stderr);
 			return -1;
 		}
 	}
@@ -408,7 +418,7 @@ parse_args(int argc, char **argv)
 			opt.queues > 16 || opt.depth == 0 || opt.post_list == 0 ||
 			opt.cq_mod == 0 || opt.repeat == 0 || opt.repeat > 15 ||
 			opt.cores == 0 || opt.cores > opt.queues) {
-		usage();
+		usage(stderr);
 		return -1;
 	}
 	if (opt.lat && opt.cores > 1) {

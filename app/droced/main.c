@@ -50,15 +50,48 @@ struct droced dd = {
 };
 
 static void
-usage(void)
+usage(FILE *f)
 {
-	fprintf(stderr, "usage: droced [-c CONF] [-d] [-p PIDFILE] "
+	fprintf(f, "usage: droced [-c CONF] [-d] [-p PIDFILE] "
 		"[DROCE_KEY=VALUE...]\n"
+		"Owns a DPDK port and its data path; applications attach to it "
+		"through\nthe verbs drop-in (droce-run DROCE_DAEMON=SOCKET "
+		"PROGRAM).\n"
 		"  -c CONF     read keys from CONF (as DROCE_CONF)\n"
 		"  -d          detach (daemon); default: foreground\n"
 		"  -p PIDFILE  write the process id there\n"
-		"keys: droce-run's (DROCE_DEVARGS, DROCE_IPV4, ...) and droced's "
-		"(DROCE_DAEMON, DROCE_POLL, DROCE_APP_MAX_*): doc/daemon.md\n");
+		"  -h, --help  this text\n"
+		"  --keys=port|verbs|daemon|all  only the keys they read\n"
+		"Keys (the environment, then CONF; a key given here wins; "
+		"an unknown key or\na bad value is named and droced exits 2):\n");
+	droce_conf_usage(f, DROCE_KEYS_PORT | DROCE_KEYS_DAEMON);
+	fprintf(f, "See droced(1) and doc/daemon.md.\n");
+}
+
+/* --keys=SET: the keys alone, for droce-run's help */
+static int
+print_keys(const char *set)
+{
+	static const struct {
+		const char *name;
+		unsigned int sets;
+	} sets[] = {
+		{ "port", DROCE_KEYS_PORT },
+		{ "verbs", DROCE_KEYS_PORT | DROCE_KEYS_VERBS },
+		{ "daemon", DROCE_KEYS_PORT | DROCE_KEYS_DAEMON },
+		{ "all", DROCE_KEYS_PORT | DROCE_KEYS_VERBS |
+			DROCE_KEYS_DAEMON },
+	};
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(sets); i++)
+		if (strcmp(set, sets[i].name) == 0) {
+			droce_conf_usage(stdout, sets[i].sets);
+			return 0;
+		}
+	fprintf(stderr, "droced: --keys=%s: want port, verbs, daemon or all\n",
+		set);
+	return 2;
 }
 
 /* A number key: unset gives def; a malformed value names the key and
@@ -325,10 +358,20 @@ serve(void)
 static int
 parse_args(int argc, char **argv, int *detach, const char **pidfile)
 {
+	static const struct option longs[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "keys", required_argument, NULL, 'K' },
+		{ NULL, 0, NULL, 0 },
+	};
 	int opt, i;
 
-	while ((opt = getopt(argc, argv, "c:dp:h")) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:dp:h", longs, NULL)) != -1) {
 		switch (opt) {
+		case 'h':
+			usage(stdout);
+			exit(0);
+		case 'K':
+			exit(print_keys(optarg));
 		case 'c':
 			setenv("DROCE_CONF", optarg, 1);
 			break;
@@ -339,7 +382,7 @@ parse_args(int argc, char **argv, int *detach, const char **pidfile)
 			*pidfile = optarg;
 			break;
 		default:
-			usage();
+			usage(stderr);
 			return -1;
 		}
 	}
@@ -349,7 +392,7 @@ parse_args(int argc, char **argv, int *detach, const char **pidfile)
 		if (eq == NULL || strncmp(argv[i], "DROCE_", 6) != 0) {
 			fprintf(stderr, "droced: %s: want DROCE_KEY=VALUE\n",
 				argv[i]);
-			usage();
+			usage(stderr);
 			return -1;
 		}
 		*eq = '\0';

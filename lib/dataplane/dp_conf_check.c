@@ -45,53 +45,140 @@ struct ck_key {
 	uint64_t min, max;	/* CK_NUM; CK_STR, CK_NAME: max length */
 	const char *words;	/* CK_WORDS */
 	int base;		/* CK_NUM: strtoull's base */
+	unsigned int sets;	/* DROCE_KEYS_*: who reads it */
+	const char *form;	/* the value's shape, for help */
+	const char *help;	/* what it does; its default */
 };
+
+#define PORT DROCE_KEYS_PORT
+#define VERBS DROCE_KEYS_VERBS
+#define DAEMON DROCE_KEYS_DAEMON
+#define SCRIPT DROCE_KEYS_SCRIPT
 
 /*
  * Every key droce reads, and the keys droce.sh and the tests pass through
  * the environment, so that a shared file or environment is accepted by
  * both the verbs drop-in and droced. Lengths follow struct droce_conf.
+ * The help is what droced --help, droce-run --help and the man pages say.
  */
 static const struct ck_key ck_keys[] = {
 	/* the port: verbs drop-in (in process) and droced */
-	{ "DROCE_CONF", CK_CONF, 0, 0, NULL, 0 },
-	{ "DROCE_NAME", CK_NAME, 1, 63, NULL, 0 },
-	{ "DROCE_DEVARGS", CK_STR, 0, 255, NULL, 0 },
-	{ "DROCE_EAL", CK_STR, 0, 511, NULL, 0 },
+	{ "DROCE_CONF", CK_CONF, 0, 0, NULL, 0, PORT, "FILE",
+		"KEY=VALUE lines ('#' comments); the environment wins" },
+	{ "DROCE_NAME", CK_NAME, 1, 63, NULL, 0, PORT, "NAME",
+		"device name (droce0)" },
+	{ "DROCE_DEVARGS", CK_STR, 0, 255, NULL, 0, PORT, "DEVARGS",
+		"the DPDK device: net_memif0,..., net_af_packet0,iface=IF,..., "
+		"net_tap0, net_ring0 or a PCI address (none: no port)" },
+	{ "DROCE_EAL", CK_STR, 0, 511, NULL, 0, PORT, "ARGS",
+		"extra EAL arguments (droce runs --in-memory --no-pci, one lcore)" },
 	/* progress contexts a port can have (DP_MAX_QUEUES) */
-	{ "DROCE_QUEUES", CK_NUM, 1, DP_MAX_QUEUES, NULL, 10 },
-	{ "DROCE_IPV4", CK_IPV4, 0, 0, NULL, 0 },
-	{ "DROCE_IPV6", CK_IPV6, 0, 0, NULL, 0 },
-	{ "DROCE_MAC", CK_MAC, 0, 0, NULL, 0 },
+	{ "DROCE_QUEUES", CK_NUM, 1, DP_MAX_QUEUES, NULL, 10, PORT, "N",
+		"queues (progress contexts); CQs spread over them (1)" },
+	{ "DROCE_IPV4", CK_IPV4, 0, 0, NULL, 0, PORT, "A.B.C.D",
+		"the port's IPv4 address, GID 1" },
+	{ "DROCE_IPV6", CK_IPV6, 0, 0, NULL, 0, PORT, "ADDR",
+		"the port's IPv6 address, GID 2" },
+	{ "DROCE_MAC", CK_MAC, 0, 0, NULL, 0, PORT, "XX:XX:XX:XX:XX:XX",
+		"the port's MAC (02:00: and the IPv4 address)" },
 	/* 336 carries IB MTU 256 under RoCEv2's 80 bytes of headers;
 	 * 9216 is the largest jumbo frame NICs take */
-	{ "DROCE_MTU", CK_NUM, 336, 9216, NULL, 10 },
-	{ "DROCE_NEIGH", CK_NEIGH, 0, 511, NULL, 0 },
-	{ "DROCE_FAULT", CK_FAULT, 0, 127, NULL, 0 },
-	{ "DROCE_FAULT_TX", CK_FAULT, 0, 127, NULL, 0 },
-	{ "DROCE_ZERO_COPY", CK_ZC, 0, UINT32_MAX - 1, NULL, 10 },
-	{ "DROCE_NO_HUGE", CK_FLAG, 0, 0, NULL, 0 },
+	{ "DROCE_MTU", CK_NUM, 336, 9216, NULL, 10, PORT, "N",
+		"Ethernet MTU, 336 to 9216; path MTU the largest IB MTU "
+		"that fits (1500: 1024)" },
+	{ "DROCE_NEIGH", CK_NEIGH, 0, 511, NULL, 0, PORT, "IP=MAC[,IP=MAC]",
+		"static neighbours, for peers that do not answer ARP or ND" },
+	{ "DROCE_FAULT", CK_FAULT, 0, 127, NULL, 0, PORT,
+		"DROP,DUP,REORDER,CORRUPT[,FRAMES]",
+		"fault injection on receive, in ppm (FRAMES: only the first "
+		"that many); a report on stderr at close" },
+	{ "DROCE_FAULT_TX", CK_FAULT, 0, 127, NULL, 0, PORT,
+		"DROP,DUP,REORDER,CORRUPT[,FRAMES]",
+		"the same on transmit" },
+	{ "DROCE_ZERO_COPY", CK_ZC, 0, UINT32_MAX - 1, NULL, 10, PORT,
+		"auto|off|BYTES",
+		"send payloads of at least BYTES from the MR itself (auto: "
+		"512 on devices that DMA, off on virtual ones)" },
+	{ "DROCE_NO_HUGE", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
+		"no hugepages: EAL --no-huge -m 512 (0)" },
 	/* the verbs drop-in */
-	{ "DROCE_DAEMON", CK_STR, 0, 107, NULL, 0 },	/* sun_path */
-	{ "DROCE_DEBUG", CK_FLAG, 0, 0, NULL, 0 },
+	{ "DROCE_DAEMON", CK_STR, 0, 107, NULL, 0, VERBS | DAEMON, "SOCKET",
+		"droced's socket: an application attaches to it, droced "
+		"listens on it (/run/droce/droced.sock)" },
+	{ "DROCE_DEBUG", CK_FLAG, 0, 0, NULL, 0, VERBS, "0|1",
+		"say why ibv_modify_qp failed (0)" },
 	/* droced (app/droced/main.c, the same ranges) */
-	{ "DROCE_DAEMON_MODE", CK_NUM, 0, 0777, NULL, 0 },
-	{ "DROCE_POLL", CK_WORDS, 0, 0, "busy|idle", 0 },
-	{ "DROCE_LCORES", CK_STR, 0, 255, NULL, 0 },
-	{ "DROCE_APP_MAX_QP", CK_NUM, 1, 65536, NULL, 0 },
-	{ "DROCE_APP_MAX_CQ", CK_NUM, 1, 65536, NULL, 0 },
-	{ "DROCE_APP_MAX_MR", CK_NUM, 1, 65536, NULL, 0 },
-	{ "DROCE_APP_MAX_SRQ", CK_NUM, 1, 65536, NULL, 0 },
-	{ "DROCE_APP_MAX_AH", CK_NUM, 1, 65536, NULL, 0 },
-	{ "DROCE_APP_MAX_PD", CK_NUM, 1, 65536, NULL, 0 },
-	{ "DROCE_APP_MAX_MR_MB", CK_NUM, 1, 1u << 30, NULL, 0 },
-	{ "DROCE_APP_REGION_MB", CK_NUM, 2, 65536, NULL, 0 },
+	{ "DROCE_DAEMON_MODE", CK_NUM, 0, 0777, NULL, 0, DAEMON, "MODE",
+		"the socket's permissions, octal: who may attach (0660)" },
+	{ "DROCE_POLL", CK_WORDS, 0, 0, "busy|idle", 0, DAEMON, "busy|idle",
+		"busy: an lcore per queue spins; idle: the progress thread "
+		"naps up to 100 us when idle (busy)" },
+	{ "DROCE_LCORES", CK_STR, 0, 255, NULL, 0, DAEMON, "LIST",
+		"busy mode: EAL's --lcores, main lcore first" },
+	{ "DROCE_APP_MAX_QP", CK_NUM, 1, 65536, NULL, 0, DAEMON, "N",
+		"QPs per application (4096)" },
+	{ "DROCE_APP_MAX_CQ", CK_NUM, 1, 65536, NULL, 0, DAEMON, "N",
+		"CQs per application (4096)" },
+	{ "DROCE_APP_MAX_MR", CK_NUM, 1, 65536, NULL, 0, DAEMON, "N",
+		"MRs per application (4096)" },
+	{ "DROCE_APP_MAX_SRQ", CK_NUM, 1, 65536, NULL, 0, DAEMON, "N",
+		"SRQs per application (1024)" },
+	{ "DROCE_APP_MAX_AH", CK_NUM, 1, 65536, NULL, 0, DAEMON, "N",
+		"AHs per application (4096)" },
+	{ "DROCE_APP_MAX_PD", CK_NUM, 1, 65536, NULL, 0, DAEMON, "N",
+		"PDs per application (256)" },
+	{ "DROCE_APP_MAX_MR_MB", CK_NUM, 1, 1u << 30, NULL, 0, DAEMON, "MB",
+		"registered memory per application (16384)" },
+	{ "DROCE_APP_REGION_MB", CK_NUM, 2, 65536, NULL, 0, DAEMON, "MB",
+		"each application's shared region, its rings (32)" },
 	/* droce.sh and test scripts: in the environment of what they run */
-	{ "DROCE_BUILD", CK_ANY, 0, 0, NULL, 0 },
-	{ "DROCE_BUILD_ASAN", CK_ANY, 0, 0, NULL, 0 },
-	{ "DROCE_HUGEPAGES", CK_ANY, 0, 0, NULL, 0 },
-	{ "DROCE_PAIR_PCAP", CK_ANY, 0, 0, NULL, 0 },
+	{ "DROCE_BUILD", CK_ANY, 0, 0, NULL, 0, SCRIPT, NULL, NULL },
+	{ "DROCE_BUILD_ASAN", CK_ANY, 0, 0, NULL, 0, SCRIPT, NULL, NULL },
+	{ "DROCE_HUGEPAGES", CK_ANY, 0, 0, NULL, 0, SCRIPT, NULL, NULL },
+	{ "DROCE_PAIR_PCAP", CK_ANY, 0, 0, NULL, 0, SCRIPT, NULL, NULL },
 };
+
+#undef PORT
+#undef VERBS
+#undef DAEMON
+#undef SCRIPT
+
+/* help text indented by 6, words wrapped before column 78 */
+static void
+ck_wrap(FILE *f, const char *text)
+{
+	const char *w = text, *e;
+	size_t col = 0;
+
+	while (*w != '\0') {
+		e = strchr(w, ' ');
+		if (e == NULL)
+			e = w + strlen(w);
+		if (col > 0 && col + 1 + (size_t)(e - w) > 78) {
+			fputc('\n', f);
+			col = 0;
+		}
+		col += (size_t)fprintf(f, "%s%.*s", col == 0 ? "      " : " ",
+			(int)(e - w), w);
+		w = *e == ' ' ? e + 1 : e;
+	}
+	fputc('\n', f);
+}
+
+void
+droce_conf_usage(FILE *f, unsigned int sets)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ck_keys) / sizeof(ck_keys[0]); i++) {
+		const struct ck_key *k = &ck_keys[i];
+
+		if ((k->sets & sets) == 0 || k->help == NULL)
+			continue;
+		fprintf(f, "  %s=%s\n", k->key, k->form);
+		ck_wrap(f, k->help);
+	}
+}
 
 static const struct ck_key *
 ck_find(const char *key, size_t kl)

@@ -35,6 +35,7 @@
  */
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "droce.h"
@@ -75,6 +76,16 @@ const char *droce_conf_get(const char *key);
  *   key within two edits of a known one names that one.
  */
 int droce_conf_check(char *err, size_t len);
+
+/** Who reads a key, for droce_conf_usage. */
+#define DROCE_KEYS_PORT		1u	/* the port: drop-in and droced */
+#define DROCE_KEYS_VERBS	2u	/* the verbs drop-in */
+#define DROCE_KEYS_DAEMON	4u	/* droced */
+#define DROCE_KEYS_SCRIPT	8u	/* droce.sh's: accepted, never read */
+
+/** Print the keys read by any of sets, each with its value's shape and
+ * what it does, two lines a key (help texts and man pages). */
+void droce_conf_usage(FILE *f, unsigned int sets);
 
 /** Every key above into c (defaults where unset); droce_conf_check
  * first, or malformed values are read as best they can be. */
