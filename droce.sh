@@ -135,12 +135,26 @@ demo() {
 	"$top/test/demo.sh" "$BUILD"
 }
 
+# the build's output only when it fails: the demo's is what a newcomer
+# reads
+quiet_build() {
+	local out
+	out=$(mktemp)
+	log "building droce in $BUILD"
+	if ! build > "$out" 2>&1; then
+		cat "$out" >&2
+		rm -f "$out"
+		exit 1
+	fi
+	rm -f "$out"
+}
+
 cmd=${1:-help}
 [ $# -gt 0 ] && shift
 case "$cmd" in
 setup)	setup ;;
 build)	setup; build ;;
-demo)	setup; build; demo ;;
+demo)	setup; quiet_build; demo ;;
 test)	setup; build; build_asan; run_tests "$@" ;;
 bench)	setup; build; "$top/test/bench.sh" "$BUILD" "$@" ;;
 *)

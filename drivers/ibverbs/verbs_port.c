@@ -23,16 +23,40 @@
 
 #include "verbs_internal.h"
 
-/* Start the port (first user) or take a reference. 0 or an errno. */
 /* The device whose port is open: a program may exit without closing it
  * (librdmacm keeps its own open, as rdma-core's does). */
 static struct dv_device *open_dev;
+
+struct quiet {
+	struct droce_conf conf;
+};
+
+/*
+ * An unmodified program's output is its own: droce's port set-up notes
+ * (INFO: promiscuous, offloads, waiting for a memif peer) go to the log
+ * only with DROCE_DEBUG. DROCE_EAL comes after, so it can say otherwise.
+ */
+static struct quiet *
+quiet_conf(const struct droce_conf *c, struct quiet *q)
+{
+	const char *v = droce_conf_get("DROCE_DEBUG");
+	static const char lvl[] = "--log-level=droce.dataplane:4 ";
+
+	q->conf = *c;
+	if ((v == NULL || v[0] == '\0' || strcmp(v, "0") == 0) &&
+			strlen(lvl) + strlen(c->eal) < sizeof(q->conf.eal))
+		snprintf(q->conf.eal, sizeof(q->conf.eal), "%s%s", lvl, c->eal);
+	return q;
+}
+
+/* Start the port (first user) or take a reference. 0 or an errno. */
 
 int
 dv_port_get(struct dv_context *ctx)
 {
 	struct dv_device *d = ctx->dev;
 	struct droce_port_conf pc;
+	struct quiet qc;
 	char eal[768];
 	int rc = 0;
 
@@ -48,8 +72,8 @@ dv_port_get(struct dv_context *ctx)
 			rc = ENODEV;
 			goto out;
 		}
-		droce_conf_port(&d->conf, &pc, DROCE_PROGRESS_THREAD, eal,
-			sizeof(eal));
+		droce_conf_port(&quiet_conf(&d->conf, &qc)->conf, &pc,
+			DROCE_PROGRESS_THREAD, eal, sizeof(eal));
 		d->port = droce_port_open(&pc);
 		if (d->port == NULL) {
 			rc = errno ? errno : ENODEV;

@@ -178,8 +178,10 @@ default_eal(char *buf, size_t len, const char *extra)
 				cpu = i;
 				break;
 			}
+	/* telemetry's INFO line about its legacy socket is noise */
 	snprintf(buf, len, "--in-memory --no-pci -l %d --log-level=lib.eal:4 "
-		"--log-level=pmd:4 --log-level=user1:4 %s", cpu, extra);
+		"--log-level=pmd:4 --log-level=user1:4 "
+		"--log-level=lib.telemetry:4 %s", cpu, extra);
 }
 
 /* "drop,dup,reorder,corrupt[,frames]", the rates in ppm */

@@ -21,7 +21,8 @@
 #include "droce_conf.h"
 #include "dp_internal.h"
 
-RTE_LOG_REGISTER_DEFAULT(droce_dp_logtype, INFO);
+/* "droce.dataplane": the drop-in sets it to warnings unless DROCE_DEBUG */
+RTE_LOG_REGISTER(droce_dp_logtype, droce.dataplane, INFO);
 
 uint64_t
 droce_now_ns(void)
