@@ -14,7 +14,7 @@ BUILD_ASAN=${DROCE_BUILD_ASAN:-build-asan}
 
 PACKAGES=(dpdk-dev libdpdk-dev meson ninja-build pkg-config libnuma-dev
 	libpcap-dev libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
-	perftest tshark python3-scapy clang libclang-rt-14-dev nftables
+	perftest ucx-utils tshark python3-scapy clang libclang-rt-14-dev nftables
 	iproute2 python3 gcc libbsd-dev
 	qemu-system-x86 cpio xz-utils gzip procps)
 
@@ -61,9 +61,17 @@ setup_hugepages() {
 	fi
 }
 
+# UCX takes an IB device only when /dev/infiniband/DEV_NAME is a
+# character device; droce's leads to /dev/null (doc/verbs.md, "UCX")
+setup_devdir() {
+	mkdir -p /dev/infiniband 2>/dev/null ||
+		log "cannot make /dev/infiniband: UCX will not see droce"
+}
+
 setup() {
 	setup_packages
 	setup_hugepages
+	setup_devdir
 }
 
 configure() {

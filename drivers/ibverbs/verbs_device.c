@@ -61,8 +61,10 @@ devices_init(void)
 			da_dev_probe(d, path) != 0)
 		return;
 	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", d->conf.name);
-	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "uverbs-%.48s",
-		d->ibdev.name);
+	/* UCX takes only a device whose /dev/infiniband/DEV_NAME is a char
+	 * device it may read and write (a kernel's uverbs node); droce has
+	 * none, and /dev/null is one anybody may open (doc/verbs.md, UCX) */
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "../null");
 	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
 		"/nonexistent/droce/%.48s", d->ibdev.name);
 	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),

@@ -20,6 +20,7 @@ droce_port_av_from_ah(struct droce_port *p, const struct ibv_ah_attr *ah,
 		struct droce_av *av, uint32_t timeout_ms)
 {
 	const struct droce_dev_conf *dc = droce_dev_conf(droce_port_dev(p));
+	unsigned int i;
 	int rc;
 
 	if (!ah->is_global || ah->port_num > 1 ||
@@ -32,6 +33,19 @@ droce_port_av_from_ah(struct droce_port *p, const struct ibv_ah_attr *ah,
 	av->tclass = ah->grh.traffic_class;
 	av->hop_limit = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
 	av->flow_label = ah->grh.flow_label;
+	for (i = 0; i < DROCE_MAX_GIDS; i++)
+		if (dc->gids[i].valid &&
+				memcmp(dc->gids[i].gid, av->dgid, 16) == 0) {
+			char s[INET6_ADDRSTRLEN];
+
+			/* no loopback path (a frame to its own MAC leaves on
+			 * the wire), and nobody else answers ARP for this
+			 * address: say so now, not after the timeout */
+			inet_ntop(AF_INET6, av->dgid, s, sizeof(s));
+			DP_LOG(INFO, "%s is this port's own address: droce has "
+				"no loopback", s);
+			return -EHOSTUNREACH;
+		}
 	rc = droce_port_resolve(p, av->dgid, av->dmac, timeout_ms);
 	if (rc != 0) {
 		char s[INET6_ADDRSTRLEN];
