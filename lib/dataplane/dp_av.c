@@ -15,6 +15,8 @@
 
 #include "dp_internal.h"
 
+#define OWN_GID_WAIT_MS 1000
+
 int
 droce_port_av_from_ah(struct droce_port *p, const struct ibv_ah_attr *ah,
 		struct droce_av *av, uint32_t timeout_ms)
@@ -35,16 +37,15 @@ droce_port_av_from_ah(struct droce_port *p, const struct ibv_ah_attr *ah,
 	av->flow_label = ah->grh.flow_label;
 	for (i = 0; i < DROCE_MAX_GIDS; i++)
 		if (dc->gids[i].valid &&
-				memcmp(dc->gids[i].gid, av->dgid, 16) == 0) {
-			char s[INET6_ADDRSTRLEN];
-
-			/* no loopback path (a frame to its own MAC leaves on
-			 * the wire), and nobody else answers ARP for this
-			 * address: say so now, not after the timeout */
-			inet_ntop(AF_INET6, av->dgid, s, sizeof(s));
-			DP_LOG(INFO, "%s is this port's own address: droce has "
-				"no loopback", s);
-			return -EHOSTUNREACH;
+				memcmp(dc->gids[i].gid, av->dgid, 16) == 0 &&
+				timeout_ms > OWN_GID_WAIT_MS) {
+			/* the port's own address answers only where the PMD
+			 * loops frames back (net_ring), and then within
+			 * milliseconds; elsewhere nobody will (UCX asks for
+			 * an AH to its own GID per endpoint): a second, not
+			 * the whole timeout */
+			timeout_ms = OWN_GID_WAIT_MS;
+			break;
 		}
 	rc = droce_port_resolve(p, av->dgid, av->dmac, timeout_ms);
 	if (rc != 0) {
