@@ -49,6 +49,8 @@ cleanup() {
 		ip netns del "$nsb" 2>/dev/null
 	fi
 	rm -rf "$work" "/var/run/dpdk/drs$tag" "/var/run/dpdk/drc$tag"
+	# a side that did not run its EAL cleanup leaves its pages behind
+	rm -f /dev/hugepages/drs${tag}map_* /dev/hugepages/drc${tag}map_*
 }
 trap cleanup EXIT
 
