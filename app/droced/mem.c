@@ -17,12 +17,35 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "droced.h"
+
+/*
+ * A SysV segment's file lives on the kernel's internal shm mount (or a
+ * hugetlbfs one), outside every namespace: its name reads
+ * "/SYSV<key> (deleted)". A file on a mounted tmpfs or hugetlbfs, which
+ * could be truncated, has its mount's path in front.
+ */
+static int
+is_sysv_shm(int fd)
+{
+	char link[64], name[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, name, sizeof(name) - 1);
+	if (n <= 0)
+		return 0;
+	name[n] = '\0';
+	return strncmp(name, "/SYSV", 5) == 0 &&
+		strspn(name + 5, "0123456789abcdef") == 8 &&
+		strcmp(name + 13, " (deleted)") == 0;
+}
 
 static int
 seg_add(struct dd_app *a, uint32_t id, int fd)
@@ -34,11 +57,14 @@ seg_add(struct dd_app *a, uint32_t id, int fd)
 	if (id >= a->segs.cap || dd_table_get(&a->segs, id) != NULL)
 		return -EINVAL;
 	/* a memfd that may be sealed: then it cannot shrink under us
-	 * (SIGBUS in the data path otherwise) */
-	seals = fcntl(fd, F_GET_SEALS);
-	if (seals < 0 || ((seals & F_SEAL_SHRINK) == 0 &&
-			fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0))
-		return -EINVAL;
+	 * (SIGBUS in the data path otherwise); or a SysV shared-memory
+	 * segment, which never changes size */
+	if (!is_sysv_shm(fd)) {
+		seals = fcntl(fd, F_GET_SEALS);
+		if (seals < 0 || ((seals & F_SEAL_SHRINK) == 0 &&
+				fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0))
+			return -EINVAL;
+	}
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));

@@ -26,9 +26,15 @@
  *  - what cannot move (EINVAL): hugetlb mappings (their pages are not
  *    ours to copy into small ones), device files (/dev/... other than
  *    /dev/zero), [vvar], [vdso], [vsyscall], and shared mappings of files
- *    (POSIX or SysV shared memory, a mapped file): other mappers would
- *    stop seeing what the daemon writes; and the calling thread's own
- *    stack (the frames the move runs on would move under it);
+ *    (POSIX shared memory, a mapped file): other mappers would stop
+ *    seeing what the daemon writes; and the calling thread's own stack
+ *    (the frames the move runs on would move under it);
+ *  - SysV shared memory (shmat, hugetlb or not: UCX's memory pools) is
+ *    not moved but shared as it is: its file, opened through
+ *    /proc/self/map_files (which needs CAP_SYS_ADMIN; without it,
+ *    EINVAL as before), goes to the daemon as the segment, at the
+ *    mapping's offset. A SysV segment cannot shrink, so the daemon's
+ *    mapping of it cannot fault;
  *  - fork(): moved pages are MAP_SHARED, so after fork() a child shares
  *    them with its parent instead of getting a copy-on-write copy (as
  *    with ibv_fork_init's MADV_DONTFORK, the child must not use the
@@ -53,6 +59,7 @@
 
 struct range {
 	uintptr_t start, end;
+	uint64_t off;		/* the segment's offset at start */
 	uint32_t seg;
 	int fd;
 	uint32_t refs;		/* MRs of every session */
@@ -173,6 +180,8 @@ vma_movable(uintptr_t s, uintptr_t e, const char *perms, const char *path)
 	struct statfs st;
 	int fd, huge = 0;
 
+	if (perms[3] == 's' && strncmp(path, "/SYSV", 5) == 0)
+		return 0;	/* not moved: shared as it is (take_gap) */
 	if (strncmp(path, "[vvar", 5) == 0 || strncmp(path, "[vdso", 5) == 0 ||
 			strncmp(path, "[vsyscall", 9) == 0)
 		return EINVAL;
@@ -302,6 +311,91 @@ copy_pages(void *dst, const void *src, size_t len)
 		d[i] = s[i];
 }
 
+/*
+ * How [start, end) begins: a SysV shared-memory mapping (1: its part in
+ * [start, *e), its file opened in *fd, *off the file offset at start),
+ * or pages to move (0: up to *e, where the next SysV mapping begins or
+ * end). Or an errno: the SysV file would not open (EINVAL), ENOMEM.
+ */
+static int
+gap_split(uintptr_t start, uintptr_t end, uintptr_t *e, uint64_t *off,
+		int *fd)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int rc = 0;
+
+	*e = end;
+	if (f == NULL)
+		return -errno;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long vs, ve, pgoff;
+		char perms[5] = "", mf[64];
+		int pos = 0;
+
+		if (sscanf(line, "%lx-%lx %4s %lx %*s %*s %n", &vs, &ve, perms,
+				&pgoff, &pos) < 4 || ve <= start)
+			continue;
+		if (vs >= end)
+			break;
+		if (perms[3] != 's' || strncmp(line + pos, "/SYSV", 5) != 0)
+			continue;
+		if (vs > start) {
+			*e = vs;	/* move up to it */
+			break;
+		}
+		snprintf(mf, sizeof(mf), "/proc/self/map_files/%lx-%lx", vs, ve);
+		*fd = open(mf, O_RDWR | O_CLOEXEC);
+		if (*fd < 0) {
+			rc = -EINVAL;
+			break;
+		}
+		*e = ve < end ? ve : end;
+		*off = pgoff + (start - vs);
+		rc = 1;
+		break;
+	}
+	free(line);
+	fclose(f);
+	return rc;
+}
+
+/* [start, end) of a SysV mapping into the registry, its file fd. */
+static int
+share_gap(uintptr_t start, uintptr_t end, uint64_t off, int fd)
+{
+	struct range r = { .start = start, .end = end, .off = off, .fd = fd };
+	int rc = seg_alloc(&r.seg);
+
+	if (rc == 0 && (rc = range_insert(&r)) != 0)
+		seg_free(r.seg);
+	if (rc != 0)
+		close(fd);
+	return rc;
+}
+
+static int move_gap(uintptr_t start, uintptr_t end);
+
+/* A gap of the registry: its SysV parts shared, the rest moved. */
+static int
+take_gap(uintptr_t start, uintptr_t end)
+{
+	while (start < end) {
+		uintptr_t e;
+		uint64_t off = 0;
+		int fd = -1, rc = gap_split(start, end, &e, &off, &fd);
+
+		if (rc < 0)
+			return -rc;
+		rc = rc == 1 ? share_gap(start, e, off, fd) : move_gap(start, e);
+		if (rc != 0)
+			return rc;
+		start = e;
+	}
+	return 0;
+}
+
 static int
 move_gap(uintptr_t start, uintptr_t end)
 {
@@ -427,7 +521,7 @@ plan_pieces(struct da_memsess *s, uintptr_t ps, uintptr_t pe,
 			break;
 		e = r->end < pe ? r->end : pe;
 		p->seg = r->seg;
-		p->seg_off = cur - r->start;
+		p->seg_off = r->off + (cur - r->start);
 		p->len = e - cur;
 		segs[(*nsegs)++] = r->seg;
 		cur = e;
@@ -509,7 +603,7 @@ da_mem_acquire(struct da_memsess *s, void *addr, size_t len, int writable,
 	else
 		ngap = 0;
 	for (g = 0; rc == 0 && g < ngap; g++)
-		rc = move_gap(gap[g][0], gap[g][1]);
+		rc = take_gap(gap[g][0], gap[g][1]);
 	if (rc == 0)
 		rc = plan_pieces(s, ps, pe, plan, segs, nsegs);
 	if (rc != 0)

@@ -5,7 +5,8 @@
 /*
  * An address vector from verbs' ah_attr: RoCE needs the GRH (the GID is
  * the address), the source GID must be one of the device's, and the MAC
- * comes from ARP/ND (or the static neighbours).
+ * comes from ARP/ND (or the static neighbours; for one of the port's own
+ * GIDs, its own MAC: loopback).
  */
 
 #include <errno.h>
@@ -15,14 +16,11 @@
 
 #include "dp_internal.h"
 
-#define OWN_GID_WAIT_MS 1000
-
 int
 droce_port_av_from_ah(struct droce_port *p, const struct ibv_ah_attr *ah,
 		struct droce_av *av, uint32_t timeout_ms)
 {
 	const struct droce_dev_conf *dc = droce_dev_conf(droce_port_dev(p));
-	unsigned int i;
 	int rc;
 
 	if (!ah->is_global || ah->port_num > 1 ||
@@ -35,18 +33,6 @@ droce_port_av_from_ah(struct droce_port *p, const struct ibv_ah_attr *ah,
 	av->tclass = ah->grh.traffic_class;
 	av->hop_limit = ah->grh.hop_limit ? ah->grh.hop_limit : 64;
 	av->flow_label = ah->grh.flow_label;
-	for (i = 0; i < DROCE_MAX_GIDS; i++)
-		if (dc->gids[i].valid &&
-				memcmp(dc->gids[i].gid, av->dgid, 16) == 0 &&
-				timeout_ms > OWN_GID_WAIT_MS) {
-			/* the port's own address answers only where the PMD
-			 * loops frames back (net_ring), and then within
-			 * milliseconds; elsewhere nobody will (UCX asks for
-			 * an AH to its own GID per endpoint): a second, not
-			 * the whole timeout */
-			timeout_ms = OWN_GID_WAIT_MS;
-			break;
-		}
 	rc = droce_port_resolve(p, av->dgid, av->dmac, timeout_ms);
 	if (rc != 0) {
 		char s[INET6_ADDRSTRLEN];

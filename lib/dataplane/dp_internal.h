@@ -76,6 +76,11 @@ struct dp_queue {
 	uint64_t handoff_drops;		/* the owner's ring was full */
 	uint64_t zc_copied;		/* zero-copy frames copied (no mbufs) */
 	uint64_t ip_csum_offloaded;	/* IPv4 frames, the sum offloaded */
+	/* frames to the port's own MAC (loopback, dp_txbuf.c): they go back
+	 * to the receive path at the next pass, never to the PMD */
+	struct rte_mbuf *lb[DP_TXQ_LEN];
+	uint32_t nlb;
+	uint64_t loopback, loopback_drops;
 	uint64_t rx_bursts, tx_bursts;	/* PMD calls that moved frames */
 	volatile int kicked;
 	volatile uint64_t app_poll_tsc;	/* last inline progress by the app */
@@ -129,6 +134,8 @@ struct droce_port {
 	int lcores_running;		/* lcores inside droce_port_run */
 	int tx_kick;			/* kick the PMD's TX ring when idle */
 	int tx_ip_csum_offload;		/* the PMD fills IPv4 header sums in */
+	/* an AH to the port's own GID was made: frames to its own MAC loop */
+	volatile int loopback;
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;
 	/* the owner's code in each pass (droce_port_set_hooks) */
@@ -190,6 +197,9 @@ void dp_txbuf_release(struct dp_queue *q);
 void dp_queue_tx(struct dp_queue *q, struct rte_mbuf *m);
 void dp_queue_flush(struct dp_queue *q);
 void dp_queue_tx_kick(struct dp_queue *q, uint64_t now);
+/* Up to cap looped-back frames of q, oldest first, into m. */
+uint16_t dp_queue_loop_take(struct dp_queue *q, struct rte_mbuf **m,
+		uint16_t cap);
 /* A zero-copy frame's chain behind its header mbuf h (its payload copied
  * behind the headers when no mbufs are left); exported for its test. */
 void dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b);

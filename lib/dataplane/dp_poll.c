@@ -71,41 +71,27 @@ mcast_fanout(struct dp_queue *q, struct rte_mbuf *m)
 }
 
 /*
- * One pass over queue q; the caller holds q->lock. Returns work done.
- * hooked: a constant, whether to call the owner's hooks (queue_poll picks
- * the copy, so that a port without hooks pays one branch per pass).
+ * Sort n received frames: ARP, ND and other non-RoCE frames handled and
+ * freed here, frames for a QP of another queue handed to it by ring, the
+ * rest (this queue's) into mine. Returns how many went to mine.
  */
-static __rte_always_inline int
-queue_pass(struct dp_queue *q, const int hooked)
+static __rte_always_inline uint16_t
+classify(struct dp_queue *q, struct rte_mbuf **in, uint16_t n,
+		struct rte_mbuf **mine)
 {
 	struct droce_port *p = q->port;
-	/* faults may duplicate: room for twice a burst */
-	struct rte_mbuf *in[DP_BURST * 2], *mine[DP_BURST * 2];
-	uint16_t n, i, nm = 0;
-	uint64_t now = droce_now_ns(), sent;
-	int work = 0;
+	uint16_t i, nm = 0;
 
-	if (hooked)
-		work += p->hooks.poll(p->hooks.arg, q->index,
-			DROCE_HOOK_BEFORE);
-	n = rte_eth_rx_burst(p->port_id, (uint16_t)q->index, in, DP_BURST);
-	if (dp_fault_active(&p->frx)) {
-		rte_spinlock_lock(&p->fault_lock);
-		n = dp_fault_apply(p, &p->frx, in, n, DP_BURST * 2, now);
-		rte_spinlock_unlock(&p->fault_lock);
-	}
-	q->rx_pkts += n;
-	q->rx_bursts += n != 0;
-	work += n;
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = in[i];
-		const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+		const uint8_t *f;
 		int64_t dqpn;
 
 		if (m->nb_segs > 1 && rte_pktmbuf_linearize(m) != 0) {
 			rte_pktmbuf_free(m);
 			continue;
 		}
+		f = rte_pktmbuf_mtod(m, const uint8_t *);
 		dqpn = droce_wire_peek_dqpn(f, rte_pktmbuf_data_len(m));
 		if (dqpn < 0) {
 			q->non_roce++;
@@ -137,8 +123,47 @@ queue_pass(struct dp_queue *q, const int hooked)
 		}
 		mine[nm++] = m;
 	}
+	return nm;
+}
+
+/*
+ * One pass over queue q; the caller holds q->lock. Returns work done.
+ * hooked: a constant, whether to call the owner's hooks (queue_poll picks
+ * the copy, so that a port without hooks pays one branch per pass).
+ */
+static __rte_always_inline int
+queue_pass(struct dp_queue *q, const int hooked)
+{
+	struct droce_port *p = q->port;
+	/* faults may duplicate: room for twice a burst */
+	struct rte_mbuf *in[DP_BURST * 2], *mine[DP_BURST * 2];
+	uint16_t n, nm;
+	uint64_t now = droce_now_ns(), sent;
+	int work = 0;
+
+	if (hooked)
+		work += p->hooks.poll(p->hooks.arg, q->index,
+			DROCE_HOOK_BEFORE);
+	n = rte_eth_rx_burst(p->port_id, (uint16_t)q->index, in, DP_BURST);
+	if (dp_fault_active(&p->frx)) {
+		rte_spinlock_lock(&p->fault_lock);
+		n = dp_fault_apply(p, &p->frx, in, n, DP_BURST * 2, now);
+		rte_spinlock_unlock(&p->fault_lock);
+	}
+	q->rx_pkts += n;
+	q->rx_bursts += n != 0;
+	work += n;
+	nm = classify(q, in, n, mine);
 	if (nm)
 		deliver(q, mine, nm, now);
+	if (unlikely(q->nlb)) {
+		/* taken out first: delivering may loop more back */
+		n = dp_queue_loop_take(q, in, DP_BURST);
+		work += n;
+		nm = classify(q, in, n, mine);
+		if (nm)
+			deliver(q, mine, nm, now);
+	}
 	if (q->handoff != NULL) {
 		n = (uint16_t)rte_ring_dequeue_burst(q->handoff, (void **)mine,
 			DP_BURST, NULL);
@@ -288,7 +313,7 @@ droce_port_tx_settle(struct droce_port *p, uint64_t quiet_ns, uint64_t max_ns)
 		left = 0;
 		last = 0;
 		for (i = 0; i < p->nb_queues; i++) {
-			left += p->q[i].ntx;
+			left += p->q[i].ntx + p->q[i].nlb;
 			if (p->q[i].last_tx_ns > last)
 				last = p->q[i].last_tx_ns;
 		}
@@ -346,7 +371,7 @@ thread_sleep(struct droce_port *p, uint32_t us)
 static int
 queue_busy(struct dp_queue *q, uint64_t now)
 {
-	return q->ntx || droce_tp_queue_busy(q->tq) ||
+	return q->ntx || q->nlb || droce_tp_queue_busy(q->tq) ||
 		droce_tp_next_deadline(q->tq) <= now + 20000;
 }
 

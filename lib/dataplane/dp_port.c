@@ -422,6 +422,18 @@ droce_port_dev(struct droce_port *p)
 	return p->dev;
 }
 
+static int
+own_gid(struct droce_port *p, const uint8_t gid[16])
+{
+	const struct droce_dev_conf *dc = droce_dev_conf(p->dev);
+	unsigned int i;
+
+	for (i = 0; i < DROCE_MAX_GIDS; i++)
+		if (dc->gids[i].valid && memcmp(dc->gids[i].gid, gid, 16) == 0)
+			return 1;
+	return 0;
+}
+
 int
 droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
 		uint32_t timeout_ms)
@@ -435,6 +447,12 @@ droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
 		return 0;
 	if (dp_neigh_lookup(p, dgid, mac) == 0)
 		return 0;
+	if (own_gid(p, dgid)) {
+		/* loopback: frames to our MAC come back to us (dp_txbuf.c) */
+		rte_ether_addr_copy(&p->mac, (struct rte_ether_addr *)mac);
+		p->loopback = 1;
+		return 0;
+	}
 	while (droce_now_ns() < end) {
 		if (droce_now_ns() >= next) {
 			if (droce_gid_is_ipv4(dgid, &ip))
@@ -478,6 +496,8 @@ droce_port_queue_stats(struct droce_port *p, uint32_t qi,
 	st->rx_bursts = q->rx_bursts;
 	st->tx_bursts = q->tx_bursts;
 	st->tx_ip_csum_offloaded = q->ip_csum_offloaded;
+	st->loopback = q->loopback;
+	st->loopback_drops = q->loopback_drops;
 	rte_spinlock_unlock(&q->lock);
 	return 0;
 }

@@ -207,6 +207,42 @@ offload_ip_csum(struct dp_queue *q, struct rte_mbuf *m)
 	q->ip_csum_offloaded++;
 }
 
+/*
+ * Loopback, as a NIC does it: a frame to the port's own MAC (an AH to one
+ * of its own GIDs: MPI ranks and UCX endpoints on one host, applications
+ * of one droced) never reaches the wire; the next pass receives it. It
+ * passes neither the PMD nor fault injection. Returns 1 if m was taken.
+ */
+static int
+loop_back(struct dp_queue *q, struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m,
+		const struct rte_ether_hdr *);
+
+	if (!rte_is_same_ether_addr(&eh->dst_addr, &q->port->mac))
+		return 0;
+	if (q->nlb == DP_TXQ_LEN) {
+		rte_pktmbuf_free(m);	/* the transport retransmits */
+		q->loopback_drops++;
+		return 1;
+	}
+	q->lb[q->nlb++] = m;
+	q->loopback++;
+	return 1;
+}
+
+uint16_t
+dp_queue_loop_take(struct dp_queue *q, struct rte_mbuf **m, uint16_t cap)
+{
+	uint16_t n = (uint16_t)RTE_MIN(q->nlb, (uint32_t)cap);
+
+	memcpy(m, q->lb, n * sizeof(*m));
+	q->nlb -= n;
+	if (q->nlb)
+		memmove(q->lb, q->lb + n, q->nlb * sizeof(q->lb[0]));
+	return n;
+}
+
 static void
 io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 {
@@ -222,6 +258,9 @@ io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 			m->data_len = (uint16_t)bufs[i].len;
 			m->pkt_len = bufs[i].len;
 		}
+		/* before the sum is left to the PMD: the receiver checks it */
+		if (unlikely(q->port->loopback) && loop_back(q, m))
+			continue;
 		if (q->port->tx_ip_csum_offload)
 			offload_ip_csum(q, m);
 		dp_queue_tx(q, m);
@@ -339,6 +378,8 @@ dp_txbuf_release(struct dp_queue *q)
 	dp_queue_flush(q);
 	while (q->ntx)
 		rte_pktmbuf_free(q->txq[--q->ntx]);
+	while (q->nlb)
+		rte_pktmbuf_free(q->lb[--q->nlb]);
 	while (q->nstash)
 		rte_pktmbuf_free(q->stash[--q->nstash]);
 }

@@ -288,6 +288,8 @@ struct droce_port_queue_stats {
 	uint64_t tx_bursts;	/* transmit bursts the PMD took frames from */
 	/* IPv4 frames whose header sum the PMD filled (nic_tx_ip_csum) */
 	uint64_t tx_ip_csum_offloaded;
+	uint64_t loopback;	/* frames to the port's own MAC, looped back */
+	uint64_t loopback_drops;	/* of those, dropped: the loop was full */
 };
 
 /** Read queue q's counters (takes the queue's lock). @return 0, -EINVAL. */

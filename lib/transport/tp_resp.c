@@ -54,6 +54,17 @@ rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
 	wc->qp_num = qp->qpn;
 	wc->src_qp = src_qp;
 	wc->wc_flags = flags;
+	wc->slid = 0;
+	wc->dlid_path_bits = 0;
+	wc->pkey_index = 0;
+	/*
+	 * RoCE has no SL; for a UD receive a ConnectX reports the frame's
+	 * kind there (its PRM: bit 3 UDP, i.e. RoCEv2; bits 2:0 the L3
+	 * header, 1 IPv6, 2 IPv4), and UCX's UD reads it to find the
+	 * destination GID in the GRH area (4 bytes or 16).
+	 */
+	wc->sl = pkt != NULL && (flags & IBV_WC_GRH) ?
+		(uint8_t)(pkt->ip_ver == 4 ? 0xa : 0x9) : 0;
 	if (pkt != NULL && (flags & IBV_WC_WITH_IMM))
 		wc->imm_data = pkt->imm_data;
 	if (pkt != NULL && (flags & IBV_WC_WITH_INV))

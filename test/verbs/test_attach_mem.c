@@ -7,7 +7,8 @@
  * a daemon: pages move onto memfd segments at the same addresses with
  * their contents, protections and sharing as documented; overlapping
  * registrations reuse segments; each session gets a segment once (NEW)
- * and releases it with its last MR; what cannot move is refused.
+ * and releases it with its last MR; SysV shared memory is shared as it
+ * is; what cannot move is refused.
  */
 
 #include <errno.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/shm.h>
 #include <sys/wait.h>
 
 #include "attach.h"
@@ -333,6 +335,81 @@ test_fork(struct da_memsess *s)
 	munmap(m, pg);
 }
 
+/*
+ * SysV shared memory (UCX's memory pools take it, hugetlb when they can)
+ * is not moved but shared as it is: the segment is the SysV file, at the
+ * mapping's offset; the pages stay where and what they are. Opening its
+ * file needs CAP_SYS_ADMIN (/proc/self/map_files): without, EINVAL.
+ */
+static void
+test_sysv_one(struct da_memsess *s, int huge)
+{
+	size_t len = huge ? 2u << 20 : 4 * pg;
+	int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600 |
+		(huge ? SHM_HUGETLB : 0));
+	struct reg r, r2;
+	uint8_t *m;
+	int rc;
+
+	if (id < 0) {
+		printf("sysv%s: shmget: %s: not tried\n", huge ? " hugetlb" : "",
+			strerror(errno));
+		return;
+	}
+	m = shmat(id, NULL, 0);
+	shmctl(id, IPC_RMID, NULL);	/* gone with its last detach */
+	CHECK(m != (void *)-1, "sysv: shmat");
+	if (m == (void *)-1)
+		return;
+	m[pg + 5] = 7;
+	rc = acq(s, m + pg + 5, 10, &r);
+	if (rc == EINVAL && geteuid() != 0) {
+		printf("sysv: EINVAL without CAP_SYS_ADMIN, as documented\n");
+		shmdt(m);
+		return;
+	}
+	CHECK(rc == 0, "sysv%s: register: %s", huge ? " hugetlb" : "",
+		strerror(rc));
+	if (rc == 0) {
+		CHECK(r.plan.npieces == 1 && r.plan.nfds == 1 &&
+			r.plan.pieces[0].flags == DROCE_PIECE_NEW &&
+			r.plan.pieces[0].seg_off == pg,
+			"sysv: one new piece at the mapping's offset (%u, %lu)",
+			r.plan.npieces,
+			(unsigned long)r.plan.pieces[0].seg_off);
+		CHECK(!on_segment(m) && m[pg + 5] == 7,
+			"sysv: not moved, contents kept");
+		/* the segment is the SysV memory itself */
+		if (r.plan.nfds == 1) {
+			uint8_t b = 0;
+
+			CHECK(pread(r.plan.fds[0], &b, 1, (off_t)pg + 5) == 1 &&
+				b == 7, "sysv: the fd reads the mapping");
+		}
+		/* the whole mapping later: the page before and the rest
+		 * new, each at its own offset; the middle one reused */
+		rc = acq(s, m, len, &r2);
+		CHECK(rc == 0 && r2.plan.npieces == 3 && r2.plan.nfds == 2 &&
+			r2.plan.pieces[0].seg_off == 0 &&
+			r2.plan.pieces[1].seg == r.plan.pieces[0].seg &&
+			r2.plan.pieces[1].flags == 0 &&
+			r2.plan.pieces[2].seg_off == 2 * pg,
+			"sysv: the whole mapping: %s, %u pieces, %u fds",
+			strerror(rc), r2.plan.npieces, r2.plan.nfds);
+		if (rc == 0)
+			rel(s, &r2, NULL);
+		rel(s, &r, NULL);
+	}
+	shmdt(m);
+}
+
+static void
+test_sysv(struct da_memsess *s)
+{
+	test_sysv_one(s, 0);
+	test_sysv_one(s, 1);
+}
+
 /* Everything released: segment numbers start again from 0. */
 static void
 test_numbers(struct da_memsess *s)
@@ -360,6 +437,7 @@ main(void)
 	test_refusals(&s);
 	test_pieces(&s);
 	test_fork(&s);
+	test_sysv(&s);
 	test_numbers(&s);
 	da_mem_sess_fini(&s);
 	da_mem_sess_fini(&s2);

@@ -12,7 +12,7 @@
 # link instead (test/common/daemon-lib.sh), which take the DROCE_* keys of
 # the environment (zero copy, queues, faults) and must stay alive and stop
 # cleanly; the daemons' output counts as the client's for --expect (the
-# fault report is theirs).
+# fault report is theirs). VP_ONE_DAEMON=1 attaches both to daemon A.
 set -uo pipefail
 . "$(dirname "$0")/../common/pair-lib.sh"
 . "$(dirname "$0")/../common/daemon-lib.sh"
@@ -59,6 +59,9 @@ if [ -n "$droced" ]; then
 	daemons_start "$droced" "$work" "${keys[@]}"
 	srv_env=("DROCE_DAEMON=$work/a.sock")
 	cli_env=("DROCE_DAEMON=$work/b.sock")
+	# both on daemon A: the client reaches the server through A's
+	# loopback (B stays idle)
+	[ -n "${VP_ONE_DAEMON:-}" ] && cli_env=("DROCE_DAEMON=$work/a.sock")
 fi
 
 run_pair() {
