@@ -20,3 +20,4 @@ echo
 	--lat --op write,send,read,fetch_add --size 64,4096,65536 \
 	--iters 20000 --repeat 3 --verify
 "$top/test/bench-verbs.sh" "$build"
+"$top/test/bench-ucx.sh" "$build"

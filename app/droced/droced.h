@@ -126,6 +126,7 @@ struct dd_mr {
 struct dd_seg {
 	int fd;
 	uint64_t size;
+	uint64_t huge;		/* hugetlbfs: its page size, else 0 */
 };
 
 struct dd_pd {

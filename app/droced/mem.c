@@ -22,8 +22,11 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include "droced.h"
+
+#define HUGETLBFS_MAGIC_ 0x958458f6
 
 /*
  * A SysV segment's file lives on the kernel's internal shm mount (or a
@@ -51,6 +54,7 @@ static int
 seg_add(struct dd_app *a, uint32_t id, int fd)
 {
 	struct dd_seg *s;
+	struct statfs sf;
 	struct stat st;
 	int seals;
 
@@ -72,6 +76,9 @@ seg_add(struct dd_app *a, uint32_t id, int fd)
 		return -ENOMEM;
 	s->fd = fd;
 	s->size = (uint64_t)st.st_size;
+	if (fstatfs(fd, &sf) == 0 &&
+			(unsigned long)sf.f_type == HUGETLBFS_MAGIC_)
+		s->huge = (uint64_t)sf.f_bsize;
 	/* the table is indexed by the application's own numbers */
 	a->segs.slot[id] = s;
 	a->segs.n++;
@@ -149,32 +156,74 @@ check_pieces(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 	return off != span || next_fd != nfds ? -EINVAL : 0;
 }
 
-/* The pieces side by side in a reservation of ours. */
+/*
+ * The pieces side by side in a reservation of ours, from *base (the
+ * MR's first page). A hugetlbfs segment maps only in whole huge pages at
+ * huge-page-aligned addresses: *base is then placed congruent to the
+ * application's address modulo the huge page (as the application's own
+ * mapping is), and such a piece is mapped over the huge pages around it,
+ * which lie within the application's hugetlb mapping and so clobber no
+ * other piece; the reservation has a huge page to spare on each side.
+ * Returns the reservation (*res_len bytes) or NULL.
+ */
 static void *
 map_pieces(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
-		uint64_t span)
+		uint64_t span, uint8_t **base, size_t *res_len)
 {
-	uint64_t off = 0;
-	uint8_t *map;
+	uint64_t off = 0, huge = 0, app = r->addr & ~(uint64_t)(DD_PAGE - 1);
+	uint8_t *map, *b;
 	uint32_t i;
 
-	map = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	for (i = 0; i < r->npieces; i++) {
+		struct dd_seg *s = dd_table_get(&a->segs, r->pieces[i].seg);
+
+		if (s->huge > huge)
+			huge = s->huge;
+	}
+	*res_len = span + 2 * huge;
+	map = mmap(NULL, *res_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 		MAP_NORESERVE, -1, 0);
 	if (map == MAP_FAILED)
 		return NULL;
+	b = map;
+	if (huge) {
+		uintptr_t want = (uintptr_t)map + huge;
+
+		want = (want & ~(uintptr_t)(huge - 1)) + (app & (huge - 1));
+		if (want < (uintptr_t)map + huge)
+			want += huge;
+		b = (uint8_t *)want;
+	}
 	for (i = 0; i < r->npieces; i++) {
 		const struct droce_chan_piece *p = &r->pieces[i];
 		struct dd_seg *s = dd_table_get(&a->segs, p->seg);
+		uintptr_t at = (uintptr_t)b + off, len = p->len;
+		uint64_t foff = p->seg_off;
 
-		if (mmap(map + off, p->len, PROT_READ | PROT_WRITE,
-				MAP_SHARED | MAP_FIXED, s->fd,
-				(off_t)p->seg_off) == MAP_FAILED) {
-			munmap(map, span);
-			return NULL;
+		if (s->huge) {
+			uintptr_t lead = at & (s->huge - 1);
+
+			/* the application's mapping keeps offset and address
+			 * congruent: anything else cannot map */
+			if ((foff & (s->huge - 1)) != lead)
+				goto fail;
+			at -= lead;
+			foff -= lead;
+			len = (len + lead + s->huge - 1) & ~(uintptr_t)(s->huge - 1);
+			if (foff + len > s->size)
+				goto fail;
 		}
+		if (mmap((void *)at, len, PROT_READ | PROT_WRITE,
+				MAP_SHARED | MAP_FIXED, s->fd,
+				(off_t)foff) == MAP_FAILED)
+			goto fail;
 		off += p->len;
 	}
+	*base = b;
 	return map;
+fail:
+	munmap(map, *res_len);
+	return NULL;
 }
 
 int
@@ -184,6 +233,7 @@ dd_reg_mr(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 	struct dd_pd *pd = dd_table_get(&a->pds, r->pd);
 	uint64_t start = r->addr & ~(uint64_t)(DD_PAGE - 1), span;
 	struct seg_added added = { .n = 0 };
+	uint8_t *base = NULL;
 	struct dd_mr *mr;
 	uint32_t h;
 	int err = 0;
@@ -199,13 +249,13 @@ dd_reg_mr(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 	if (mr == NULL)
 		return -ENOMEM;
 	err = check_pieces(a, r, fds, nfds, span, &added);
-	if (err == 0 && (mr->map = map_pieces(a, r, span)) == NULL)
-		err = -ENOMEM;
+	if (err == 0 && (mr->map = map_pieces(a, r, span, &base,
+			&mr->map_len)) == NULL)
+		err = -EINVAL;
 	if (err == 0) {
-		mr->map_len = span;
 		mr->len = r->len;
 		mr->va = r->addr;
-		mr->host = (uint8_t *)mr->map + (r->addr - start);
+		mr->host = base + (r->addr - start);
 		mr->access = r->access;
 		mr->tmr = droce_mr_reg_va(pd->tpd, mr->host, r->addr, r->len,
 			r->iova, r->access);
