@@ -48,7 +48,8 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 			qp->cur_off = w->read_done;
 			qp->psn = droce_psn_add(w->first_psn,
 				(uint32_t)(w->read_done / qp->mtu));
-		} else if (w->wr_flags & (TP_WRF_ATOMIC | TP_WRF_ATOMIC_WRITE)) {
+		} else if (w->wr_flags &
+				(TP_WRF_ATOMIC | TP_WRF_ATOMIC_WRITE)) {
 			qp->cur_off = 0;
 			qp->psn = w->first_psn;
 		} else {

@@ -15,10 +15,11 @@
  * packet length (C9-92), resources (RNR), keys and bounds, message length.
  * Errors: RNR NAK when no receive WQE; remote access NAK for a bad rkey,
  * bounds or permission; invalid request NAK for a malformed sequence,
- * length or misaligned atomic or ATOMIC WRITE. UC never answers (the message is dropped);
- * UD has no sequence. doc/transport.md has the table of defects.
- * What the responder decides to send (ACK, NAK, READ responses, atomic
- * ACKs) goes out from tp_resp_tx.c.
+ * length or misaligned atomic or ATOMIC WRITE. UC never answers (the
+ * message is dropped); UD has no sequence. doc/transport.md has the table
+ * of defects. What the responder decides to send (ACK, NAK, READ
+ * responses, atomic ACKs, ATOMIC WRITE's empty READ responses) goes out
+ * from tp_resp_tx.c.
  */
 
 #include <string.h>
@@ -438,7 +439,8 @@ exec_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt)
 	struct tp_res *r;
 	uint64_t *p, v;
 
-	/* no resource to answer from (rxe: class C) */
+	/* no resource to answer from, a length other than 8, a misaligned
+	 * VA: Invalid Request (class C, as rxe) */
 	if (qp->max_dest_rd_atomic == 0 ||
 			pkt->reth_len != DROCE_ATOMIC_WRITE_LEN ||
 			pkt->payload_len != DROCE_ATOMIC_WRITE_LEN ||
