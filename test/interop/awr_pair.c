@@ -13,8 +13,8 @@
  * ibv_wr_atomic_write), and says so; the
  * server checks every byte of its buffer (the words, and the untouched
  * bytes between them keep their pattern), then does the same the other
- * way. Exit 0 when both directions checked and every completion was
- * IBV_WC_ATOMIC_WRITE with success.
+ * way (-1: only the client writes). Exit 0 when every direction checked
+ * and every completion was IBV_WC_ATOMIC_WRITE with success.
  */
 
 #include <errno.h>
@@ -39,7 +39,7 @@ struct info {
 };
 
 static const char *dev_name;
-static int gidx = 1, words = 64, ex_only;
+static int gidx = 1, words = 64, ex_only, one_way;
 static const char *port = "18515";
 
 static int
@@ -263,16 +263,17 @@ main(int argc, char **argv)
 	int c, fd, i, n, is_server, rc = 1;
 	size_t j;
 
-	while ((c = getopt(argc, argv, "d:g:p:n:e")) != -1) {
+	while ((c = getopt(argc, argv, "d:g:p:n:e1")) != -1) {
 		switch (c) {
 		case 'd': dev_name = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
 		case 'p': port = optarg; break;
 		case 'n': words = atoi(optarg); break;
 		case 'e': ex_only = 1; break;
+		case '1': one_way = 1; break;
 		default:
 			fprintf(stderr, "usage: awr_pair [-d DEV] [-g GIDX] "
-				"[-p PORT] [-n WORDS] [-e] [SERVER]\n");
+				"[-p PORT] [-n WORDS] [-e] [-1] [SERVER]\n");
 			return 2;
 		}
 	}
@@ -357,6 +358,10 @@ main(int argc, char **argv)
 			goto out;
 		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
 			goto out;	/* the server found its bytes wrong */
+		if (one_way) {
+			rc = 0;
+			goto out;
+		}
 		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
 			goto out;
 		ok = check_words(buf, 1) == 0;
@@ -372,6 +377,10 @@ main(int argc, char **argv)
 		ok = check_words(buf, 0) == 0;
 		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
 			goto out;
+		if (one_way) {
+			rc = 0;
+			goto out;
+		}
 		ok = send_words(qp, cq, mr, src, &peer, 1) == 0;
 		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
 			goto out;
@@ -380,8 +389,8 @@ main(int argc, char **argv)
 		rc = peer_ok ? 0 : 1;
 	}
 out:
-	printf("awr_pair: %s\n", rc == 0 ? "both directions verified" :
-		"FAILED");
+	printf("awr_pair: %s\n", rc != 0 ? "FAILED" : one_way ?
+		"client to server verified" : "both directions verified");
 	close(fd);
 	ibv_destroy_qp(qp);
 	ibv_dereg_mr(mr);
