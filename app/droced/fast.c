@@ -140,7 +140,11 @@ swqe_to_wr(struct dd_qp *qp, const struct droce_chan_swqe *w, uint32_t slot,
 	wr->opcode = (enum ibv_wr_opcode)w->opcode;
 	wr->send_flags = w->send_flags;
 	if (w->send_flags & IBV_SEND_INLINE) {
-		if (w->inline_len > qp->max_inline || w->inline_len > data)
+		/* an ATOMIC WRITE's word goes inline whatever max_inline
+		 * is (the transport keeps it in the WQE) */
+		if ((w->inline_len > qp->max_inline &&
+				(w->opcode != IBV_WR_ATOMIC_WRITE ||
+				w->inline_len != 8)) || w->inline_len > data)
 			return -1;
 		sge->addr = (uint64_t)(uintptr_t)(w + 1);
 		sge->length = w->inline_len;

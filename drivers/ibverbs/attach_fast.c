@@ -15,6 +15,7 @@
  * errno with *bad_wr set instead.
  */
 
+#include <assert.h>
 #include <errno.h>
 #include <string.h>
 
@@ -33,7 +34,14 @@ static const uint64_t op_flag[] = {
 	[IBV_WR_LOCAL_INV] = IBV_QP_EX_WITH_LOCAL_INV,
 	[IBV_WR_SEND_WITH_INV] = IBV_QP_EX_WITH_SEND_WITH_INV,
 	[IBV_WR_BIND_MW] = IBV_QP_EX_WITH_BIND_MW,
+	[IBV_WR_ATOMIC_WRITE] = IBV_QP_EX_WITH_ATOMIC_WRITE,
 };
+
+/* An ATOMIC WRITE's word goes inline whatever max_inline_data is: the
+ * slack of the smallest slot holds it. */
+static_assert(((sizeof(struct droce_chan_swqe) + DROCE_CHAN_CL - 1) &
+	~(size_t)(DROCE_CHAN_CL - 1)) - sizeof(struct droce_chan_swqe) >= 8,
+	"no room for an ATOMIC WRITE's word in a send slot");
 
 #define RD_ATOMIC_OPS (IBV_QP_EX_WITH_RDMA_READ | \
 	IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
@@ -65,12 +73,17 @@ check_send(const struct dv_qp *qp, const struct ibv_send_wr *wr)
 	if (len > 1ull << 31)
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
-			((f & RD_ATOMIC_OPS) || len > qp->max_inline))
+			((f & RD_ATOMIC_OPS) || (len > qp->max_inline &&
+			f != IBV_QP_EX_WITH_ATOMIC_WRITE)))
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_FENCE) &&
 			qp->ex.qp_base.qp_type != IBV_QPT_RC)
 		return EINVAL;
 	if ((f & ATOMIC_OPS) && ((wr->wr.atomic.remote_addr & 7) || len != 8))
+		return EINVAL;
+	/* IBTA 1.5 ATOMIC WRITE: one aligned 64-bit word */
+	if (f == IBV_QP_EX_WITH_ATOMIC_WRITE &&
+			((wr->wr.rdma.remote_addr & 7) || len != 8))
 		return EINVAL;
 	if (wr->opcode == IBV_WR_BIND_MW && (wr->bind_mw.mw == NULL ||
 			wr->bind_mw.mw->context != qp->ex.qp_base.context ||

@@ -22,6 +22,14 @@
 
 #define QPX(q) ((struct dv_qp *)(q))
 
+/*
+ * IB_UVERBS_DEVICE_ATOMIC_WRITE of the kernel's uapi (>= 6.2), which
+ * rdma-core reports in device_cap_flags_ex and Debian 12's headers
+ * (rdma-core 44, kernel 6.1 uapi) do not name yet: RC QPs take
+ * IBV_WR_ATOMIC_WRITE, in process and attached.
+ */
+#define DV_DEVICE_ATOMIC_WRITE (1ULL << 40)
+
 static struct ibv_send_wr *
 wr_new(struct dv_qp *qp, enum ibv_wr_opcode op, uint64_t need)
 {
@@ -179,14 +187,31 @@ wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz, uint16_t mss)
 	wr_new(QPX(q), IBV_WR_TSO, IBV_QP_EX_WITH_TSO);	/* never allowed */
 }
 
+/*
+ * The 8 bytes are copied now (the caller may reuse them at once) and go
+ * as inline data: the transport and droced keep an ATOMIC WRITE's word in
+ * the WQE whatever max_inline_data is.
+ */
 static void
 wr_atomic_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr,
 		const void *data)
 {
-	(void)rkey;
-	(void)raddr;
-	(void)data;
-	wr_new(QPX(q), IBV_WR_ATOMIC_WRITE, IBV_QP_EX_WITH_ATOMIC_WRITE);
+	struct dv_qp *qp = QPX(q);
+	struct ibv_send_wr *w = wr_new(qp, IBV_WR_ATOMIC_WRITE,
+		IBV_QP_EX_WITH_ATOMIC_WRITE);
+	uint64_t *word;
+
+	if (w == NULL)
+		return;
+	word = &qp->awr[qp->nwr - 1];
+	memcpy(word, data, sizeof(*word));
+	w->wr.rdma.rkey = rkey;
+	w->wr.rdma.remote_addr = raddr;
+	w->sg_list[0].addr = (uintptr_t)word;
+	w->sg_list[0].length = sizeof(*word);
+	w->sg_list[0].lkey = 0;
+	w->num_sge = 1;
+	w->send_flags |= IBV_SEND_INLINE;
 }
 
 static void
@@ -340,8 +365,12 @@ dv_qp_ex_setup(struct dv_qp *qp, uint64_t send_ops)
 	qp->wrs = calloc(cap, sizeof(*qp->wrs));
 	qp->sges = calloc((size_t)cap * qp->max_sge, sizeof(*qp->sges));
 	qp->inl = qp->max_inline ? malloc((size_t)cap * qp->max_inline) : NULL;
+	qp->awr = (send_ops & IBV_QP_EX_WITH_ATOMIC_WRITE) ?
+		calloc(cap, sizeof(*qp->awr)) : NULL;
 	if (qp->wrs == NULL || qp->sges == NULL ||
-			(qp->max_inline && qp->inl == NULL)) {
+			(qp->max_inline && qp->inl == NULL) ||
+			((send_ops & IBV_QP_EX_WITH_ATOMIC_WRITE) &&
+			qp->awr == NULL)) {
 		dv_qp_ex_fini(qp);
 		errno = ENOMEM;
 		return -1;
@@ -379,9 +408,11 @@ dv_qp_ex_fini(struct dv_qp *qp)
 	free(qp->wrs);
 	free(qp->sges);
 	free(qp->inl);
+	free(qp->awr);
 	qp->wrs = NULL;
 	qp->sges = NULL;
 	qp->inl = NULL;
+	qp->awr = NULL;
 }
 
 /* ---- struct ibv_cq_ex ---- */
@@ -510,6 +541,10 @@ dv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input
 		return rc;
 	a.max_dm_size = 0;
 	a.raw_packet_caps = 0;
+	/* the 64-bit flags include the 32 of ibv_device_attr, as the
+	 * kernel's extended query reports them */
+	a.device_cap_flags_ex = a.orig_attr.device_cap_flags |
+		DV_DEVICE_ATOMIC_WRITE;
 	memcpy(attr, &a, size < sizeof(a) ? size : sizeof(a));
 	return 0;
 }

@@ -131,6 +131,7 @@ struct dv_qp {
 	struct ibv_send_wr *wrs;
 	struct ibv_sge *sges;		/* max_send_sge per WR */
 	uint8_t *inl;			/* max_inline per WR */
+	uint64_t *awr;			/* ibv_wr_atomic_write's word per WR */
 	uint32_t nwr, cap, max_sge, max_inline;
 	int wr_err;
 	/* attached: rings, capacities and what a WQE may be */

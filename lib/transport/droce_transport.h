@@ -385,6 +385,9 @@ int droce_ah_destroy(struct droce_ah *ah);
  * ibv_post_send(3): 0, or a positive errno (EINVAL, ENOMEM) with *bad_wr
  * set to the first WR not posted. UD WRs carry droce_ah_to_ibv(ah) in
  * wr.ud.ah, BIND_MW WRs droce_mw_to_ibv() / droce_mr_to_ibv() pointers.
+ * IBV_WR_ATOMIC_WRITE (RC only): wr.rdma.remote_addr 8-byte aligned and
+ * exactly 8 bytes of SGEs, else EINVAL; with IBV_SEND_INLINE the 8 bytes
+ * are copied into the WQE whatever max_inline_data is.
  */
 int droce_qp_post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr);

@@ -51,7 +51,7 @@ tp_comp_retire(struct droce_qp *qp)
 			wc->status = w->status;
 			wc->opcode = tp_wr_opcode_info[w->opcode].wc_opcode;
 			wc->qp_num = qp->qpn;
-			if (w->wr_flags & TP_WRF_RD_ATOMIC)
+			if (w->wr_flags & TP_WRF_CREDIT)
 				wc->byte_len = (uint32_t)w->length;
 			tp_cq_commit(qp->scq, 0);
 		}
@@ -138,7 +138,7 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
 			break;	/* not wholly acknowledged */
 		if (w->state == TP_WQE_SENDING)
 			break;
-		if (w->wr_flags & TP_WRF_RD_ATOMIC) {
+		if (w->wr_flags & TP_WRF_CREDIT) {
 			*rewind_psn = (w->wr_flags & TP_WRF_READ) ?
 				droce_psn_add(w->first_psn,
 					(uint32_t)(w->read_done / qp->mtu)) :
@@ -279,6 +279,30 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	tp_comp_retire(qp);
 }
 
+/*
+ * The answer to an ATOMIC WRITE: a READ response ONLY without payload
+ * (IBTA 1.5; rxe's responder sends it, acknowledge()). Like a READ's, it
+ * acknowledges everything before the request.
+ */
+static void
+on_atomic_write_resp(struct droce_qp *qp, const struct droce_pkt *pkt,
+		struct tp_swqe *w)
+{
+	uint32_t rw;
+
+	if (ack_before(qp, w->first_psn, &rw)) {
+		lost_response(qp, rw);
+		return;
+	}
+	if (pkt->opcode != DROCE_OP_RC_READ_RESP_ONLY || pkt->payload_len) {
+		fail_wqe(qp, w, IBV_WC_BAD_RESP_ERR);
+		return;
+	}
+	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
+	progress_made(qp, droce_psn_add(pkt->psn, 1));
+	tp_comp_retire(qp);
+}
+
 static void
 on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
@@ -286,6 +310,11 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
 	uint32_t expect, rw;
 
+	if (w != NULL && (w->wr_flags & TP_WRF_ATOMIC_WRITE) &&
+			w->state != TP_WQE_DONE) {
+		on_atomic_write_resp(qp, pkt, w);
+		return;
+	}
 	if (w == NULL || !(w->wr_flags & TP_WRF_READ) ||
 			w->state == TP_WQE_DONE) {
 		qp->st.dup_rx++;

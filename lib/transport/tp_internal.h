@@ -202,10 +202,15 @@ enum tp_wr_flag {
 	TP_WRF_PAYLOAD = 1u << 5,	/* the packets carry the message */
 	TP_WRF_RWR = 1u << 6,		/* consumes a receive WR at the peer */
 	TP_WRF_INV = 1u << 7,		/* names an rkey to invalidate */
+	TP_WRF_ATOMIC_WRITE = 1u << 8,	/* IBTA 1.5: RETH + 8 bytes stored */
 };
 
-/* READ and atomics: answered with data, each holds a READ/atomic credit */
+/* READ and atomics: their SGEs receive the answer (never inline) */
 #define TP_WRF_RD_ATOMIC (TP_WRF_READ | TP_WRF_ATOMIC)
+/* Answered by a response of their own (a later ACK does not complete
+ * them) and each holds a READ/atomic credit: IBTA 1.5 counts an ATOMIC
+ * WRITE against max_rd_atomic as rxe does (check_init_depth) */
+#define TP_WRF_CREDIT (TP_WRF_RD_ATOMIC | TP_WRF_ATOMIC_WRITE)
 
 /* Where a packet lies in its message: first | last << 1. */
 enum tp_seg {
@@ -246,6 +251,7 @@ tp_wr_opcode(enum ibv_qp_type t, enum ibv_wr_opcode op)
 struct tp_res {
 	int valid;
 	int is_atomic;
+	int is_atomic_write;	/* answered as a zero-length READ */
 	uint32_t first_psn;
 	uint32_t last_psn;
 	/* READ */

@@ -39,7 +39,9 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 		/* a READ's or an atomic's SGEs receive: nothing to inline */
 		if (wi->flags & TP_WRF_RD_ATOMIC)
 			return EINVAL;
-		if (len > qp->sq.max_inline)
+		/* an ATOMIC WRITE's 8 bytes live in the WQE itself */
+		if (len > qp->sq.max_inline &&
+				!(wi->flags & TP_WRF_ATOMIC_WRITE))
 			return EINVAL;
 	}
 	if ((wr->send_flags & IBV_SEND_FENCE) && qp->type != IBV_QPT_RC)
@@ -47,6 +49,11 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 	/* 8 bytes, 8-byte aligned remote address (IBTA 9.4.5) */
 	if ((wi->flags & TP_WRF_ATOMIC) &&
 			((wr->wr.atomic.remote_addr & 7) || len != 8))
+		return EINVAL;
+	/* IBTA 1.5 ATOMIC WRITE: one 64-bit word, naturally aligned */
+	if ((wi->flags & TP_WRF_ATOMIC_WRITE) &&
+			((wr->wr.rdma.remote_addr & 7) ||
+			len != DROCE_ATOMIC_WRITE_LEN))
 		return EINVAL;
 	if (wr->opcode == IBV_WR_BIND_MW && wr->bind_mw.mw == NULL)
 		return EINVAL;
@@ -80,7 +87,7 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 	w->rd_counted = 0;
 	w->rd_inflight = 0;
 	w->inline_data = NULL;
-	if (f & (TP_WRF_WRITE | TP_WRF_READ)) {
+	if (f & (TP_WRF_WRITE | TP_WRF_READ | TP_WRF_ATOMIC_WRITE)) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
 	} else if (f & TP_WRF_ATOMIC) {
@@ -98,7 +105,21 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
 	}
-	if ((wr->send_flags & IBV_SEND_INLINE) && w->length) {
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+			(f & TP_WRF_ATOMIC_WRITE)) {
+		/* the word goes in the WQE, whatever max_inline_data says:
+		 * ibv_wr_atomic_write hands a pointer the caller may reuse */
+		uint8_t *d = (uint8_t *)&w->swap;
+		int i;
+
+		for (i = 0; i < wr->num_sge; i++) {
+			memcpy(d, (void *)(uintptr_t)wr->sg_list[i].addr,
+				wr->sg_list[i].length);
+			d += wr->sg_list[i].length;
+		}
+		w->inline_data = (uint8_t *)&w->swap;
+		w->num_sge = 0;
+	} else if ((wr->send_flags & IBV_SEND_INLINE) && w->length) {
 		/* Copy now: the caller may reuse its buffer at once. */
 		uint8_t *d = qp->sq.inline_buf + (size_t)(w - qp->sq.wqe) *
 			qp->sq.max_inline;

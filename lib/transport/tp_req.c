@@ -48,7 +48,8 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 			qp->cur_off = w->read_done;
 			qp->psn = droce_psn_add(w->first_psn,
 				(uint32_t)(w->read_done / qp->mtu));
-		} else if (w->wr_flags & TP_WRF_ATOMIC) {
+		} else if (w->wr_flags &
+				(TP_WRF_ATOMIC | TP_WRF_ATOMIC_WRITE)) {
 			qp->cur_off = 0;
 			qp->psn = w->first_psn;
 		} else {
@@ -217,6 +218,15 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		npsn_pkt = tp_msg_npsn(qp, w->length - off);
 		p.ackreq = 1;
 		last = 1;
+	} else if (f & TP_WRF_ATOMIC_WRITE) {
+		/* one packet: RETH and the word, gathered below */
+		p.opcode = wi->pkt[TP_SEG_ONLY];
+		p.reth_va = w->remote_addr;
+		p.reth_rkey = w->rkey;
+		p.reth_len = DROCE_ATOMIC_WRITE_LEN;
+		plen = DROCE_ATOMIC_WRITE_LEN;
+		p.ackreq = 1;
+		last = 1;
 	} else {	/* atomic */
 		p.opcode = wi->pkt[TP_SEG_ONLY];
 		p.atm_va = w->remote_addr;
@@ -249,14 +259,14 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		w->first_psn = qp->psn;
 		/* a READ takes a PSN per response; an atomic and a UD
 		 * message take one */
-		w->npsn = (f & TP_WRF_ATOMIC) ||
+		w->npsn = (f & (TP_WRF_ATOMIC | TP_WRF_ATOMIC_WRITE)) ||
 			(qp->type == IBV_QPT_UD && !(f & TP_WRF_READ)) ?
 			1 : tp_msg_npsn(qp, w->length);
 		w->state = TP_WQE_SENDING;
 	}
 	/* a READ or atomic holds a credit until it completes, and a place in
 	 * the window while its request is out */
-	if (f & TP_WRF_RD_ATOMIC) {
+	if (f & TP_WRF_CREDIT) {
 		if (!w->rd_counted) {
 			w->rd_counted = 1;
 			qp->rd_atomic_out++;
@@ -336,7 +346,7 @@ tp_req_progress(struct droce_qp *qp)
 					w->state == TP_WQE_POSTED &&
 					qp->rd_atomic_out)
 				break;
-			if ((w->wr_flags & TP_WRF_RD_ATOMIC) &&
+			if ((w->wr_flags & TP_WRF_CREDIT) &&
 					((!w->rd_counted &&
 					qp->rd_atomic_out >= (qp->max_rd_atomic ?
 						qp->max_rd_atomic : 1u)) ||

@@ -7,17 +7,19 @@
  *  - expected PSN: execute, advance; ACK when asked (coalesced: one
  *    cumulative ACK per QP per progress pass);
  *  - duplicate: SEND/WRITE re-ACKed, READ replayed from the PSN asked,
- *    atomic answered from the replay cache, never executed twice;
+ *    atomic and ATOMIC WRITE answered from the replay cache, never
+ *    executed twice;
  *  - ahead: one PSN-sequence-error NAK per gap, the rest dropped.
  * A request at the expected PSN passes every check before one byte of it
  * is placed (a rejected request leaves memory as it was): opcode sequence,
  * packet length (C9-92), resources (RNR), keys and bounds, message length.
  * Errors: RNR NAK when no receive WQE; remote access NAK for a bad rkey,
  * bounds or permission; invalid request NAK for a malformed sequence,
- * length or misaligned atomic. UC never answers (the message is dropped);
- * UD has no sequence. doc/transport.md has the table of defects.
- * What the responder decides to send (ACK, NAK, READ responses, atomic
- * ACKs) goes out from tp_resp_tx.c.
+ * length or misaligned atomic or ATOMIC WRITE. UC never answers (the
+ * message is dropped); UD has no sequence. doc/transport.md has the table
+ * of defects. What the responder decides to send (ACK, NAK, READ
+ * responses, atomic ACKs, ATOMIC WRITE's empty READ responses) goes out
+ * from tp_resp_tx.c.
  */
 
 #include <string.h>
@@ -434,7 +436,60 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 	return 0;
 }
 
-/* A duplicate READ or atomic: replay from the resources, or drop. */
+/*
+ * IBTA 1.5 ATOMIC WRITE at the expected PSN: 8 bytes to an 8-byte aligned
+ * address under an rkey with remote write access (rxe's check_rkey and
+ * qp access check ask IB_ACCESS_REMOTE_WRITE, not REMOTE_ATOMIC), stored
+ * with one 64-bit store. It takes a responder resource like a READ, and
+ * the answer is a zero-length READ response ONLY (tp_resp_tx.c), kept to
+ * be replayed for a duplicate: it is never executed twice.
+ */
+static int
+exec_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	struct tp_res *r;
+	uint64_t *p, v;
+
+	/* no resource to answer from, a length other than 8, a misaligned
+	 * VA: Invalid Request (class C, as rxe) */
+	if (qp->max_dest_rd_atomic == 0 ||
+			pkt->reth_len != DROCE_ATOMIC_WRITE_LEN ||
+			pkt->payload_len != DROCE_ATOMIC_WRITE_LEN ||
+			(pkt->reth_va & 7)) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return -1;
+	}
+	p = (qp->access & IBV_ACCESS_REMOTE_WRITE) ?
+		(uint64_t *)tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
+			DROCE_ATOMIC_WRITE_LEN, IBV_ACCESS_REMOTE_WRITE, NULL) :
+		NULL;
+	if (p == NULL) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
+		return -1;
+	}
+	/* an MR whose iova and host address disagree mod 8: no single
+	 * aligned store reaches it (rxe checks the address it stores to) */
+	if ((uintptr_t)p & 7) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return -1;
+	}
+	/* the bytes as sent; release: what this QP wrote before is seen by
+	 * whoever sees the word (rxe: smp_store_release) */
+	memcpy(&v, pkt->payload, sizeof(v));
+	__atomic_store_n(p, v, __ATOMIC_RELEASE);
+	qp->msn = droce_psn_add(qp->msn, 1);
+	r = res_alloc(qp);
+	r->is_atomic_write = 1;
+	r->first_psn = r->last_psn = r->cur_psn = pkt->psn;
+	r->len = 0;
+	r->msn = qp->msn;
+	tp_res_set_pending(qp, r);
+	qp->epsn = droce_psn_add(pkt->psn, 1);
+	return 0;
+}
+
+/* A duplicate READ, atomic or ATOMIC WRITE: replay from the resources,
+ * or drop. */
 static void
 replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
@@ -446,6 +501,18 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 
 		if (!r->valid)
 			continue;
+		if (f & DROCE_OPF_ATOMIC_WRITE) {
+			/* the same empty response again, nothing stored */
+			if (r->is_atomic_write && r->first_psn == pkt->psn) {
+				r->cur_psn = r->first_psn;
+				r->sent = 0;
+				tp_res_set_pending(qp, r);
+				qp->res_replayed = 1;
+				qp->st.atomic_replays++;
+				return;
+			}
+			continue;
+		}
 		if (f & DROCE_OPF_ATOMIC) {
 			if (r->is_atomic && r->first_psn == pkt->psn) {
 				tp_res_set_pending(qp, r);
@@ -455,7 +522,7 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			}
 			continue;
 		}
-		if (r->is_atomic)
+		if (r->is_atomic || r->is_atomic_write)
 			continue;
 		d = droce_psn_diff(pkt->psn, r->first_psn);
 		if (d < 0 || droce_psn_diff(r->last_psn, pkt->psn) < 0)
@@ -584,7 +651,8 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	}
 	if (d < 0) {
 		qp->st.dup_rx++;
-		if (f & (DROCE_OPF_READ | DROCE_OPF_ATOMIC))
+		if (f & (DROCE_OPF_READ | DROCE_OPF_ATOMIC |
+				DROCE_OPF_ATOMIC_WRITE))
 			replay(qp, pkt, f);
 		else
 			queue_ack(qp, droce_psn_add(qp->epsn, DROCE_PSN_MASK),
@@ -604,6 +672,10 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	}
 	if (f & DROCE_OPF_ATOMIC) {
 		exec_atomic(qp, pkt);
+		return;
+	}
+	if (f & DROCE_OPF_ATOMIC_WRITE) {
+		exec_atomic_write(qp, pkt);
 		return;
 	}
 	if (((f & DROCE_OPF_SEND) ? exec_send(qp, pkt, f) :

@@ -67,7 +67,8 @@ zc_read_resp(struct droce_qp *qp, const struct tp_res *r,
 	return tp_tx_spans_done(qp, b, buf, hlen, 1, plen) == 0;
 }
 
-/* One READ response packet or one atomic ACK from resource r. */
+/* One READ response packet or one atomic ACK from resource r (an ATOMIC
+ * WRITE's is a READ response ONLY of no payload: its len is 0). */
 static int
 send_res(struct droce_qp *qp, struct tp_res *r)
 {

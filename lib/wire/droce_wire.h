@@ -41,6 +41,8 @@ extern "C" {
 #define DROCE_AETH_LEN 4
 #define DROCE_ATMETH_LEN 28
 #define DROCE_ATMACK_LEN 8
+/** Payload of an ATOMIC WRITE (IBTA 1.5): one 64-bit word. */
+#define DROCE_ATOMIC_WRITE_LEN 8
 #define DROCE_IMMDT_LEN 4
 #define DROCE_IETH_LEN 4
 #define DROCE_DETH_LEN 8
@@ -83,6 +85,9 @@ enum droce_op_flag {
 	DROCE_OPF_RWR = 1u << 13,	/**< consumes a receive WR at the responder */
 	DROCE_OPF_WANT_ACK = 1u << 14,	/**< RC request that the responder ACKs or answers */
 	DROCE_OPF_CNP = 1u << 15,
+	/** IBTA 1.5 ATOMIC WRITE: RETH and 8 bytes, executed as one 64-bit
+	 *  store and answered like a READ (a zero-length READ response) */
+	DROCE_OPF_ATOMIC_WRITE = 1u << 16,
 };
 
 /** Transport of an opcode: the top three bits of the BTH opcode. */
@@ -122,6 +127,7 @@ enum droce_opcode {
 	DROCE_OP_RC_FETCH_ADD = 0x14,
 	DROCE_OP_RC_SEND_LAST_INV = 0x16,
 	DROCE_OP_RC_SEND_ONLY_INV = 0x17,
+	DROCE_OP_RC_ATOMIC_WRITE = 0x1d,	/**< IBTA 1.5 */
 	/* UC: RC's 0x00..0x0b with the UC transport bits */
 	DROCE_OP_UC_SEND_FIRST = 0x20,
 	DROCE_OP_UC_SEND_MIDDLE = 0x21,
@@ -143,7 +149,7 @@ enum droce_opcode {
 /** One row of the opcode table. valid is 0 for opcodes droce does not know. */
 struct droce_opcode_info {
 	const char *name;	/**< IBTA name, e.g. "RC_SEND_ONLY" */
-	uint16_t flags;		/**< enum droce_op_flag bits */
+	uint32_t flags;		/**< enum droce_op_flag bits */
 	uint8_t hdrs;		/**< enum droce_hdr_mask bits */
 	uint8_t valid;
 	uint8_t hdr_len;	/**< BTH + extension headers, bytes */

@@ -110,6 +110,10 @@ const struct droce_opcode_info droce_opcode_info[256] = {
 		REQ | SEND | END | PAY | INV | WACK, H_IETH),
 	OP(DROCE_OP_RC_SEND_ONLY_INV, "RC_SEND_ONLY_WITH_INVALIDATE",
 		REQ | SEND | ONLY | PAY | INV | WACK, H_IETH),
+	/* IBTA 1.5 (rxe >= 6.2): RETH then the 8 bytes to store; neither a
+	 * WRITE nor an atomic to the responder's checks, its own kind */
+	OP(DROCE_OP_RC_ATOMIC_WRITE, "RC_ATOMIC_WRITE",
+		REQ | DROCE_OPF_ATOMIC_WRITE | ONLY | PAY | WACK, H_RETH),
 	SEND_WRITE_ROWS(DROCE_TRANSPORT_UC, "UC_", 0),
 	OP(DROCE_OP_UD_SEND_ONLY, "UD_SEND_ONLY", REQ | SEND | ONLY | PAY, H_DETH),
 	OP(DROCE_OP_UD_SEND_ONLY_IMM, "UD_SEND_ONLY_WITH_IMMEDIATE",

@@ -8,7 +8,9 @@
  *  1. a pair of sessions (one per daemon) moves data both ways: WRITE,
  *     SEND/RECV, READ, every byte checked;
  *  2. isolation: another session's handles, lkey and CQ are refused;
- *  3. a malformed WQE between good ones: all complete, in order; a
+ *  3. ATOMIC WRITE through the rings (inline and from an SGE), and one of
+ *     16 bytes refused;
+ *  3b. a malformed WQE between good ones: all complete, in order; a
  *     request waiting for a neighbour holds up no other session;
  *  4. a hostile session scribbles its doorbells, rings, WQEs and indexes
  *     and sends malformed messages; the daemon survives, the hostile
@@ -222,6 +224,75 @@ neighbour_aside(const char *path)
 	printf("a neighbour's wait aside: ok\n");
 }
 
+/* An ATOMIC WRITE WQE with len bytes of inline data after its header. */
+static void
+post_awr_inline(struct side *x, const void *data, uint32_t len, uint64_t raddr,
+		uint32_t rkey, uint64_t id)
+{
+	struct droce_chan_swqe w = { 0 };
+	uint8_t *slot = x->qp.sq.slots + (x->qp.sq.prod & (x->qp.sq.size - 1)) *
+		x->qp.sq.slot;
+
+	w.wr_id = id;
+	w.opcode = IBV_WR_ATOMIC_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE;
+	w.inline_len = len;
+	w.remote_addr = raddr;
+	w.rkey = rkey;
+	memcpy(slot + sizeof(w), data, len);
+	cs_post_send(&x->s, &x->qp, &w, NULL);
+}
+
+/*
+ * IBTA 1.5 ATOMIC WRITE through the rings: the 8 bytes inline (as
+ * ibv_wr_atomic_write sends them) and from an SGE land in the peer's
+ * buffer, nothing around them moves; a session that sends 16 bytes is
+ * refused (the transport's EINVAL): that QP errors, the pair is unharmed.
+ */
+static void
+atomic_write_chan(const char *path, struct side *a, struct side *b)
+{
+	static const uint8_t word[16] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66,
+		0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 0x0f };
+	struct droce_chan_swqe w = { 0 };
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint8_t *t = b->b.addr + 4096, want[64];
+	struct side h;
+	int rc;
+
+	memset(t, 0xc3, 64);
+	memcpy(want, t, 64);
+	post_awr_inline(a, word, 8, (uint64_t)(uintptr_t)t + 8, b->b.rkey, 1);
+	expect_wc(&a->cq, IBV_WC_SUCCESS, "atomic write, inline");
+	memcpy(want + 8, word, 8);
+	memcpy(a->b.addr, word + 8, 8);
+	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr, 8, a->b.lkey };
+	w.wr_id = 2;
+	w.opcode = IBV_WR_ATOMIC_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.num_sge = 1;
+	w.remote_addr = (uint64_t)(uintptr_t)t + 32;
+	w.rkey = b->b.rkey;
+	cs_post_send(&a->s, &a->qp, &w, &sge);
+	expect_wc(&a->cq, IBV_WC_SUCCESS, "atomic write, SGE");
+	memcpy(want + 32, word + 8, 8);
+	CHECK(memcmp(t, want, 64) == 0, "atomic write: the words or around them");
+
+	side_open(&h, path);
+	rc = cs_connect(&h.s, &h.qp, b->s.hello.gids[1].gid, 0xabcf);
+	CHECK(rc == 0, "connect the QP: %s", strerror(-rc));
+	post_awr_inline(&h, word, 16, (uint64_t)(uintptr_t)t, b->b.rkey, 3);
+	CHECK(cs_poll(&h.cq, &wc, 20000) == 1, "16-byte atomic write: no completion");
+	CHECK(wc.wr_id == 3 && wc.status == IBV_WC_LOC_QP_OP_ERR,
+		"16-byte atomic write: wr_id %lu status %d",
+		(unsigned long)wc.wr_id, wc.status);
+	CHECK(h.qp.sq.sh->error == 1, "the 16-byte atomic write's QP is not in error");
+	cs_close(&h.s);
+	CHECK(memcmp(t, want, 64) == 0, "a refused atomic write changed memory");
+	printf("atomic write: ok\n");
+}
+
 /* A malformed WQE between two good ones: every one completes, in order,
  * as a QP in the error state completes them: the first flushed, the
  * refused one with its error, the next flushed. */
@@ -395,6 +466,7 @@ main(int argc, char **argv)
 	printf("traffic: ok\n");
 	isolation(&a, &b, argv[1], argv[2]);
 	traffic(&a, &b, 2);
+	atomic_write_chan(argv[1], &a, &b);
 	refused_in_order(argv[1], &b);
 	neighbour_aside(argv[1]);
 	scribble(argv[1], &b);

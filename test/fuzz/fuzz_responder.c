@@ -163,6 +163,7 @@ static const uint8_t rc_ops[] = {
 	DROCE_OP_RC_WRITE_ONLY_IMM, DROCE_OP_RC_READ_REQ,
 	DROCE_OP_RC_CMP_SWAP, DROCE_OP_RC_FETCH_ADD,
 	DROCE_OP_RC_SEND_LAST_INV, DROCE_OP_RC_SEND_ONLY_INV,
+	DROCE_OP_RC_ATOMIC_WRITE,
 };
 
 /* Decode one packet for QP type t from the input, build it into f. */
@@ -211,6 +212,13 @@ decode(struct in *in, int t, uint8_t *f, uint32_t cap, int *raw)
 		plen = qp->mtu;
 	if (!(droce_opcode_info[p.opcode].flags & DROCE_OPF_PAYLOAD))
 		plen = 0;
+	/* ATOMIC WRITE: mostly well formed (8 bytes, aligned), so that it
+	 * executes; bit 13 of the DMA length keeps it as the input says */
+	if (p.opcode == DROCE_OP_RC_ATOMIC_WRITE && !(p.reth_len & 0x2000)) {
+		p.reth_len = 8;
+		p.reth_va &= ~(uint64_t)7;
+		plen = 8;
+	}
 	for (i = 0; i < plen; i++)
 		payload[i] = (uint8_t)(i ^ ctl);
 	p.payload = payload;

@@ -24,6 +24,9 @@
 #                         @SRV@ the server's RoCE address
 #          --client-extra S  appended to the client's arguments (after the
 #                         substitutions), e.g. "@SRV@" for perftest -R
+# RXE_SUITE=trixie runs the guest on Debian 13 (kernel 6.12: ATOMIC WRITE,
+# FLUSH), with its image in a directory of its own. A PROGRAM given as a
+# path (a test program of this build) reaches the guest over virtio-9p.
 # Every frame droce sends is captured on the tap and checked: its ICRC
 # (droce-pcap --verify, and Scapy / zlib) and tshark's decoding (no
 # malformed packet, no expert warning). Passes when both sides exit 0, the
@@ -53,7 +56,12 @@ prog=$1; shift
 top=$(cd "$(dirname "$0")/../.." && pwd)
 peer_dir=${RXE_PEER_SRC:-$top/../shared/rxe-peer}
 peer="$peer_dir/run-rxe-peer.sh"
-export RXE_PEER_DIR=${RXE_PEER_DIR:-/var/tmp/rxe-peer}
+# each suite's image in its own directory (run-rxe-peer.sh refuses the
+# other suite's)
+case "${RXE_SUITE:-bookworm}" in
+trixie) export RXE_PEER_DIR=${RXE_PEER_DIR:-/var/tmp/rxe-peer-trixie} ;;
+*) export RXE_PEER_DIR=${RXE_PEER_DIR:-/var/tmp/rxe-peer} ;;
+esac
 
 skip() { echo "SKIP: $*"; exit 77; }
 [ -x "$peer" ] || skip "no rxe peer at $peer_dir"
@@ -107,9 +115,15 @@ if [ "$loss" -gt 0 ]; then
 	droce_env+=("DROCE_FAULT=$loss,0,0,0,$loss_frames"
 		"DROCE_FAULT_TX=$loss,0,0,0,$loss_frames")
 fi
+# a program of this build: its directory is the guest's /share
+gprog=$prog
+share=""
+case "$prog" in
+*/*) share=$(cd "$(dirname "$prog")" && pwd); gprog=/share/$(basename "$prog") ;;
+esac
 guest() {	# guest CMD LOG: boot a guest, run CMD, power off
 	TAP=$tap HOST_IP="" GUEST_IP="$guest_ip/24" GUEST_MAC=$guest_mac \
-		TMPD="$work/guest" RUN_TIMEOUT=400 \
+		TMPD="$work/guest" RUN_TIMEOUT=400 SHARE="$share" \
 		timeout -k 5 420 "$peer" run "$1" > "$2" 2>&1 < /dev/null
 }
 # rxe's device and RoCEv2 GID; perftest wants -d and -x, pingpong -d and -g.
@@ -161,12 +175,12 @@ PY
 		kill -0 "$dpid" 2>/dev/null || break
 		sleep 0.1
 	done
-	guest "$prog $gdev $guest_opts -p $port ${cli_args[*]}; rc=\$?; ip neigh show; exit \$rc" \
+	guest "$gprog $gdev $guest_opts -p $port ${cli_args[*]}; rc=\$?; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
 	pids+=($!); gpid=$!
 elif [ $cm -eq 1 ]; then
 	# the kernel's CM lists the server's ID as listening once it does
-	guest "$prog $gdev $guest_opts -p $port ${srv_args[*]} > /tmp/srv.log 2>&1 & p=\$!; \
+	guest "$gprog $gdev $guest_opts -p $port ${srv_args[*]} > /tmp/srv.log 2>&1 & p=\$!; \
 		for i in \$(seq 1 300); do rdma res show cm_id 2>/dev/null | grep -q 'state LISTEN' && break; sleep 0.1; done; \
 		echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
@@ -187,14 +201,14 @@ elif [ "$role" = droce-server ]; then
 		ss -ltn 2>/dev/null | grep -q "[:.]$port " && break
 		sleep 0.1
 	done
-	guest "$prog -d rxe0 $gflag $guest_opts -p $port $* $host_ip; rc=\$?; ip neigh show; exit \$rc" \
+	guest "$gprog -d rxe0 $gflag $guest_opts -p $port $* $host_ip; rc=\$?; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
 	pids+=($!); gpid=$!
 else
 	# the guest says when its server listens (a probe connection would
 	# be taken for the client)
 	phex=$(printf '%04X' "$port")
-	guest "$prog -d rxe0 $gflag $guest_opts -p $port $* > /tmp/srv.log 2>&1 & p=\$!; \
+	guest "$gprog -d rxe0 $gflag $guest_opts -p $port $* > /tmp/srv.log 2>&1 & p=\$!; \
 		for i in \$(seq 1 300); do grep -q ':$phex 00000000:0000 0A' /proc/net/tcp && break; sleep 0.1; done; \
 		echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
@@ -275,7 +289,9 @@ if [ "$replied" -gt 0 ] || [ "$asked" -gt 0 ]; then
 else
 	echo "FAIL: droce did not learn rxe's MAC by ARP"; fail=1
 fi
-if grep -E "^$droce_ip dev eth0 lladdr $droce_mac" "$work/guest.log" | grep -qv PERMANENT; then
+# trixie's iproute2 colours its output on the guest's console: uncoloured
+if sed 's/\x1b\[[0-9;]*m//g' "$work/guest.log" |
+		grep -E "^$droce_ip dev eth0 lladdr $droce_mac" | grep -qv PERMANENT; then
 	echo "ok: rxe's kernel learned droce's MAC dynamically"
 else
 	echo "FAIL: rxe's kernel has no dynamic neighbour entry for droce"; fail=1

@@ -49,7 +49,9 @@ check_packet(unsigned int op, const struct tp_wr_opcode_info *wi,
 		!(wi->flags & TP_WRF_WRITE) == !(oi->flags & DROCE_OPF_WRITE) &&
 		!(wi->flags & TP_WRF_READ) == !(oi->flags & DROCE_OPF_READ) &&
 		!(wi->flags & TP_WRF_ATOMIC) ==
-			!(oi->flags & DROCE_OPF_ATOMIC),
+			!(oi->flags & DROCE_OPF_ATOMIC) &&
+		!(wi->flags & TP_WRF_ATOMIC_WRITE) ==
+			!(oi->flags & DROCE_OPF_ATOMIC_WRITE),
 		"WR %u: %s of another kind", op, oi->name);
 	if (seg_place[seg] & DROCE_OPF_END)
 		CHECK(!(wi->flags & TP_WRF_RWR) == !(oi->flags & DROCE_OPF_RWR),
@@ -61,7 +63,7 @@ check_row(unsigned int op)
 {
 	const struct tp_wr_opcode_info *wi = &tp_wr_opcode_info[op];
 	const unsigned int kinds = TP_WRF_SEND | TP_WRF_WRITE | TP_WRF_READ |
-		TP_WRF_ATOMIC | TP_WRF_LOCAL;
+		TP_WRF_ATOMIC | TP_WRF_LOCAL | TP_WRF_ATOMIC_WRITE;
 	unsigned int t, seg, k = wi->flags & kinds;
 
 	if (wi->qp_types == 0)
@@ -99,14 +101,20 @@ main(void)
 		check_row(op);
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_RC), uc |
 		IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, "RC builders");
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
+		IBV_QP_EX_WITH_ATOMIC_WRITE, "RC builders");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_UC), uc, "UC builders");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_UD), IBV_QP_EX_WITH_SEND |
 		IBV_QP_EX_WITH_SEND_WITH_IMM, "UD builders");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_RAW_PACKET), 0, "raw");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_DRIVER), 0, "driver");
-	CHECK(tp_wr_opcode(IBV_QPT_RC, IBV_WR_ATOMIC_WRITE) == NULL &&
+	CHECK(tp_wr_opcode(IBV_QPT_RC, IBV_WR_TSO) == NULL &&
 		tp_wr_opcode(IBV_QPT_RC, (enum ibv_wr_opcode)200) == NULL,
 		"opcodes no QP takes");
+	/* IBTA 1.5: ATOMIC WRITE is RC's alone */
+	CHECK(tp_wr_opcode(IBV_QPT_RC, IBV_WR_ATOMIC_WRITE) != NULL &&
+		tp_wr_opcode(IBV_QPT_UC, IBV_WR_ATOMIC_WRITE) == NULL &&
+		tp_wr_opcode(IBV_QPT_UD, IBV_WR_ATOMIC_WRITE) == NULL,
+		"ATOMIC_WRITE on RC only");
 	return check_report("transport_wr_opcode_table");
 }

@@ -15,6 +15,8 @@
  *    ibv_get_cq_event returns because droce progresses while we sleep;
  *  - ibv_wr_*: wr_complete posts all or nothing; unsupported send_ops_flags
  *    fail QP creation;
+ *  - IBTA 1.5 ATOMIC WRITE: device_cap_flags_ex, ibv_wr_atomic_write and
+ *    ibv_post_send, the word and its neighbours, EINVAL cases;
  *  - ibv_cq_ex: start/next/end_poll and the read_* accessors; ENOENT;
  *  - async events: SRQ limit through ibv_get_async_event (async_fd polled);
  *  - MR access rules; a bad rkey completes with REM_ACCESS_ERR and flushes
@@ -360,6 +362,169 @@ test_wr_api(struct ibv_cq *cqa, struct ibv_cq *cqb, struct ibv_qp *peer_b)
 		"the inline data landed (copied when set)");
 	ibv_destroy_qp(q);
 	(void)cqb;
+}
+
+static enum ibv_qp_state
+qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &ia))
+		return IBV_QPS_UNKNOWN;
+	return a.qp_state;
+}
+
+/* 8 bytes of buf at off, as a number to compare */
+static uint64_t
+word_at(size_t off)
+{
+	uint64_t v;
+
+	memcpy(&v, buf + off, sizeof(v));
+	return v;
+}
+
+/*
+ * IBTA 1.5 ATOMIC WRITE (rdma-core's IBV_WR_ATOMIC_WRITE): announced in
+ * device_cap_flags_ex, taken by RC QPs created with
+ * IBV_QP_EX_WITH_ATOMIC_WRITE (refused for UD), through ibv_wr_atomic_write
+ * (the word copied at the call) and ibv_post_send (8 bytes of SGEs): the
+ * word lands, its neighbours do not move, the completion is
+ * IBV_WC_ATOMIC_WRITE; a misaligned address or a length other than 8 is
+ * EINVAL with bad_wr at it.
+ */
+static void
+test_atomic_write(struct ibv_cq *cqa)
+{
+	/* IB_UVERBS_DEVICE_ATOMIC_WRITE: kernel >= 6.2 uapi, not in
+	 * Debian 12's headers */
+	const uint64_t cap_atomic_write = 1ULL << 40;
+	const size_t t = 20480;		/* the target window in buf */
+	struct ibv_device_attr_ex dx;
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *q, *p, *ud;
+	struct ibv_qp_ex *qx;
+	struct ibv_send_wr w, w2, *bad;
+	struct ibv_sge s;
+	struct ibv_wc wc[2];
+	uint8_t before[64];
+	uint64_t v;
+	int rc, i;
+
+	memset(&dx, 0, sizeof(dx));
+	rc = ibv_query_device_ex(ctx, NULL, &dx);
+	CHECK(rc == 0 && (dx.device_cap_flags_ex & cap_atomic_write),
+		"device_cap_flags_ex announces ATOMIC_WRITE (rc %d, %#llx)", rc,
+		(unsigned long long)dx.device_cap_flags_ex);
+	memset(&ax, 0, sizeof(ax));
+	ax.send_cq = cqa;
+	ax.recv_cq = cqa;
+	ax.qp_type = IBV_QPT_UD;
+	ax.cap.max_send_wr = 16;
+	ax.cap.max_recv_wr = 16;
+	ax.cap.max_send_sge = 1;
+	ax.cap.max_recv_sge = 1;
+	ax.pd = pd;
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax.send_ops_flags = IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_ATOMIC_WRITE;
+	errno = 0;
+	ud = ibv_create_qp_ex(ctx, &ax);
+	CHECK(ud == NULL && errno == EOPNOTSUPP,
+		"a UD QP with IBV_QP_EX_WITH_ATOMIC_WRITE: EOPNOTSUPP");
+	if (ud != NULL)
+		ibv_destroy_qp(ud);
+	ax.qp_type = IBV_QPT_RC;
+	ax.cap.max_inline_data = 0;	/* the word needs no inline room */
+	ax.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE |
+		IBV_QP_EX_WITH_RDMA_WRITE;
+	q = ibv_create_qp_ex(ctx, &ax);
+	CHECK(q != NULL, "create_qp_ex with IBV_QP_EX_WITH_ATOMIC_WRITE (RC)");
+	p = make_qp(cqa, cqa, NULL);
+	if (q == NULL || p == NULL)
+		return;
+	qx = ibv_qp_to_qp_ex(q);
+	if (to_init(q) || to_init(p) || to_rts(q, p->qp_num) ||
+			to_rts(p, q->qp_num)) {
+		CHECK(0, "connect the ATOMIC WRITE QPs");
+		return;
+	}
+	drain(cqa);
+	for (i = 0; i < 64; i++)
+		buf[t + (size_t)i] = (uint8_t)(0x80 + i);
+	memcpy(before, buf + t, sizeof(before));
+
+	/* ibv_wr_atomic_write: the word is the call's, reused at once */
+	v = 0x8877665544332211ull;
+	ibv_wr_start(qx);
+	qx->wr_id = 41;
+	qx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qx, mr->rkey, (uintptr_t)buf + t + 16, &v);
+	v = 0;
+	rc = ibv_wr_complete(qx);
+	CHECK(rc == 0, "wr_complete of an ibv_wr_atomic_write (rc %d)", rc);
+	rc = poll_n(cqa, wc, 1, 3000);
+	CHECK(rc == 1 && wc[0].wr_id == 41 && wc[0].status == IBV_WC_SUCCESS &&
+		wc[0].opcode == IBV_WC_ATOMIC_WRITE,
+		"its completion: IBV_WC_ATOMIC_WRITE, success (%d, %s, opcode %d)",
+		rc, rc == 1 ? ibv_wc_status_str(wc[0].status) : "-",
+		rc == 1 ? (int)wc[0].opcode : -1);
+	memcpy(before + 16, "\x11\x22\x33\x44\x55\x66\x77\x88", 8);
+	CHECK(memcmp(buf + t, before, sizeof(before)) == 0 &&
+		word_at(t + 16) == 0x8877665544332211ull,
+		"the word landed as written, every other byte unchanged");
+
+	/* ibv_post_send: 8 bytes from two SGEs */
+	memcpy(buf + 1024, "ABCDEFGH", 8);
+	s = (struct ibv_sge){ .addr = (uintptr_t)buf + 1024, .length = 8,
+		.lkey = mr->lkey };
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 42;
+	w.opcode = IBV_WR_ATOMIC_WRITE;
+	w.sg_list = &s;
+	w.num_sge = 1;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.wr.rdma.remote_addr = (uintptr_t)buf + t + 40;
+	w.wr.rdma.rkey = mr->rkey;
+	rc = ibv_post_send(p, &w, &bad);
+	CHECK(rc == 0, "ibv_post_send IBV_WR_ATOMIC_WRITE (rc %d)", rc);
+	rc = poll_n(cqa, wc, 1, 3000);
+	CHECK(rc == 1 && wc[0].wr_id == 42 && wc[0].status == IBV_WC_SUCCESS &&
+		wc[0].opcode == IBV_WC_ATOMIC_WRITE,
+		"ibv_post_send's completion: IBV_WC_ATOMIC_WRITE, success");
+	memcpy(before + 40, "ABCDEFGH", 8);
+	CHECK(memcmp(buf + t, before, sizeof(before)) == 0,
+		"its word landed, every other byte unchanged");
+
+	/* refused at posting: a good WRITE first, then the bad one */
+	memset(&w2, 0, sizeof(w2));
+	w2 = w;
+	w2.opcode = IBV_WR_RDMA_WRITE;
+	w2.wr_id = 43;
+	w2.wr.rdma.remote_addr = (uintptr_t)buf + t + 128;
+	w2.next = &w;
+	w.wr.rdma.remote_addr = (uintptr_t)buf + t + 4;
+	bad = NULL;
+	rc = ibv_post_send(p, &w2, &bad);
+	CHECK(rc == EINVAL && bad == &w,
+		"misaligned remote address: EINVAL, bad_wr at it (rc %d)", rc);
+	rc = poll_n(cqa, wc, 2, 1000);
+	CHECK(rc == 1 && wc[0].wr_id == 43, "only the WRITE before it went");
+	w.wr.rdma.remote_addr = (uintptr_t)buf + t + 8;
+	s.length = 4;
+	bad = NULL;
+	rc = ibv_post_send(p, &w, &bad);
+	CHECK(rc == EINVAL && bad == &w, "4 bytes: EINVAL, bad_wr at it");
+	ibv_wr_start(qx);
+	ibv_wr_atomic_write(qx, mr->rkey, (uintptr_t)buf + t + 12, &v);
+	rc = ibv_wr_complete(qx);
+	CHECK(rc == EINVAL, "ibv_wr_atomic_write misaligned: wr_complete EINVAL");
+	CHECK(poll_n(cqa, wc, 1, 300) == 0 && word_at(t + 8) ==
+		0x8f8e8d8c8b8a8988ull, "nothing went");
+	CHECK(qp_state(q) == IBV_QPS_RTS && qp_state(p) == IBV_QPS_RTS,
+		"both QPs still RTS");
+	ibv_destroy_qp(q);
+	ibv_destroy_qp(p);
 }
 
 static void
@@ -835,6 +1000,8 @@ main(void)
 	ibv_destroy_qp(a);
 	a = make_qp(cqa, cqa, NULL);
 	test_wr_api(cqa, cqb, a);
+	drain(cqa);
+	test_atomic_write(cqa);
 	ibv_destroy_qp(a);
 	a = make_qp(cqa, cqa, NULL);
 	test_cq_ex(a);

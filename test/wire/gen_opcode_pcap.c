@@ -82,6 +82,12 @@ main(int argc, char **argv)
 				p.payload_len = (oi->flags & DROCE_OPF_END) ?
 					(uint32_t)(1021 + (n % 3)) : 1024;
 			}
+			if (op == DROCE_OP_RC_ATOMIC_WRITE) {
+				/* one aligned 64-bit word, as a requester
+				 * sends it */
+				p.reth_len = DROCE_ATOMIC_WRITE_LEN;
+				p.payload_len = DROCE_ATOMIC_WRITE_LEN;
+			}
 			len = (int)droce_wire_frame_len(&p);
 			fr[n].data = malloc(len);
 			fr[n].len = (uint32_t)droce_wire_build(&p, fr[n].data,

@@ -32,7 +32,7 @@ test_table(void)
 	static const uint8_t must[] = {
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
 		0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13,
-		0x14, 0x16, 0x17,
+		0x14, 0x16, 0x17, 0x1d,
 		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29,
 		0x2a, 0x2b, 0x64, 0x65, 0x81,
 	};
@@ -71,6 +71,15 @@ test_table(void)
 	CHECK_EQ(droce_opcode_info[0x12].hdr_len, 24, "ATOMIC_ACK length");
 	CHECK_EQ(droce_opcode_info[0x65].off_immdt, 20, "UD SEND_ONLY_IMM ImmDt");
 	CHECK_EQ(droce_opcode_info[0x13].hdr_len, 40, "CMP_SWAP length");
+	/* IBTA 1.5 ATOMIC WRITE: BTH + RETH, then the 8-byte payload */
+	CHECK_EQ(droce_opcode_info[0x1d].off_reth, 12, "ATOMIC_WRITE RETH");
+	CHECK_EQ(droce_opcode_info[0x1d].hdr_len, 28, "ATOMIC_WRITE length");
+	CHECK((droce_opcode_info[0x1d].flags & (DROCE_OPF_ATOMIC_WRITE |
+		DROCE_OPF_PAYLOAD | DROCE_OPF_START | DROCE_OPF_END |
+		DROCE_OPF_WANT_ACK | DROCE_OPF_WRITE | DROCE_OPF_ATOMIC |
+		DROCE_OPF_RWR)) == (DROCE_OPF_ATOMIC_WRITE | DROCE_OPF_PAYLOAD |
+		DROCE_OPF_START | DROCE_OPF_END | DROCE_OPF_WANT_ACK),
+		"ATOMIC_WRITE is its own kind, one packet, acknowledged");
 }
 
 static void
