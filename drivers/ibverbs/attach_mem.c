@@ -41,6 +41,10 @@
  *    parent's registered buffers; here they stay, shared). doc/daemon.md;
  *  - another thread writing the same pages while they move may lose that
  *    write (the copy and the mremap are not one step together).
+ *  - a registered range the process has since unmapped or replaced
+ *    (munmap, mmap MAP_FIXED, mremap) is forgotten at the next
+ *    registration over it, which takes the pages now there; the old
+ *    MRs keep the old segment (the daemon's mapping of it stays valid);
  * After deregistration the pages stay on their memfd (harmless).
  */
 
@@ -51,6 +55,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 
 #include "attach.h"
@@ -60,6 +66,7 @@
 struct range {
 	uintptr_t start, end;
 	uint64_t off;		/* the segment's offset at start */
+	uint64_t dev, ino;	/* the segment's file, as maps shows it */
 	uint32_t seg;
 	int fd;
 	uint32_t refs;		/* MRs of every session */
@@ -68,6 +75,10 @@ struct range {
 static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct range *ranges;	/* sorted by start, disjoint */
 static uint32_t nranges, ranges_cap;
+/* ranges whose addresses the process has since unmapped or replaced:
+ * out of the address map, kept while MRs use their segments */
+static struct range *gone;
+static uint32_t ngone, gone_cap;
 static uint64_t *seg_used;	/* bitmap of segment numbers in use */
 static uint32_t seg_words;
 
@@ -129,6 +140,9 @@ range_by_seg(uint32_t seg)
 	for (i = 0; i < nranges; i++)
 		if (ranges[i].seg == seg)
 			return &ranges[i];
+	for (i = 0; i < ngone; i++)
+		if (gone[i].seg == seg)
+			return &gone[i];
 	return NULL;
 }
 
@@ -157,12 +171,54 @@ range_insert(const struct range *r)
 static void
 range_drop(struct range *r)
 {
-	uint32_t i = (uint32_t)(r - ranges);
+	uint32_t i;
 
 	close(r->fd);
 	seg_free(r->seg);
+	if (r >= gone && r < gone + ngone) {
+		i = (uint32_t)(r - gone);
+		memmove(&gone[i], &gone[i + 1], (ngone - i - 1) * sizeof(*gone));
+		ngone--;
+		return;
+	}
+	i = (uint32_t)(r - ranges);
 	memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
 	nranges--;
+}
+
+/* ranges[i] no longer backs its addresses: out of the address map. */
+static int
+range_forget(uint32_t i)
+{
+	if (ranges[i].refs == 0) {
+		range_drop(&ranges[i]);
+		return 0;
+	}
+	if (ngone == gone_cap) {
+		uint32_t nc = gone_cap ? gone_cap * 2 : 8;
+		struct range *n = realloc(gone, nc * sizeof(*n));
+
+		if (n == NULL)
+			return ENOMEM;
+		gone = n;
+		gone_cap = nc;
+	}
+	gone[ngone++] = ranges[i];
+	memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
+	nranges--;
+	return 0;
+}
+
+/* The file a segment's descriptor names, as /proc/self/maps shows it. */
+static void
+range_file(struct range *r)
+{
+	struct stat st;
+
+	if (fstat(r->fd, &st) == 0) {
+		r->dev = (uint64_t)major(st.st_dev) << 32 | minor(st.st_dev);
+		r->ino = st.st_ino;
+	}
 }
 
 /* ---- the process's mappings ---- */
@@ -278,6 +334,60 @@ vmas_of(uintptr_t start, uintptr_t end, struct vma **out, uint32_t *n)
 	return rc;
 }
 
+/*
+ * Whether r's addresses are still its segment's pages: every byte mapped
+ * from its file at the offsets it had. munmap, mmap MAP_FIXED or mremap
+ * over a registered range (UCX's allocators free and reuse addresses,
+ * leaving the old MR to its registration cache) put other pages there,
+ * which a new registration must take, as a NIC pins the new pages.
+ */
+static int
+range_current(const struct range *r)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	uintptr_t cur = r->start;
+
+	if (f == NULL)
+		return 1;	/* cannot tell: as before */
+	while (cur < r->end && getline(&line, &cap, f) > 0) {
+		unsigned long vs, ve, pgoff, ino;
+		unsigned int maj, min;
+
+		if (sscanf(line, "%lx-%lx %*4s %lx %x:%x %lu", &vs, &ve, &pgoff,
+				&maj, &min, &ino) < 6 || ve <= cur)
+			continue;
+		if (vs > cur || ((uint64_t)maj << 32 | min) != r->dev ||
+				ino != r->ino ||
+				pgoff + (cur - vs) != r->off + (cur - r->start))
+			break;
+		cur = ve;
+	}
+	free(line);
+	fclose(f);
+	return cur >= r->end;
+}
+
+/* The registry's ranges over [ps, pe) that no longer hold, forgotten. */
+static int
+forget_replaced(uintptr_t ps, uintptr_t pe)
+{
+	uint32_t i = range_find(ps);
+	int rc;
+
+	while (i < nranges && ranges[i].start < pe) {
+		if (range_current(&ranges[i])) {
+			i++;
+			continue;
+		}
+		rc = range_forget(i);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 /* ---- moving ---- */
 
 static void
@@ -368,6 +478,7 @@ share_gap(uintptr_t start, uintptr_t end, uint64_t off, int fd)
 	struct range r = { .start = start, .end = end, .off = off, .fd = fd };
 	int rc = seg_alloc(&r.seg);
 
+	range_file(&r);
 	if (rc == 0 && (rc = range_insert(&r)) != 0)
 		seg_free(r.seg);
 	if (rc != 0)
@@ -427,6 +538,7 @@ move_gap(uintptr_t start, uintptr_t end)
 	tmp = MAP_FAILED;
 	prot_restore(v, nv);
 	free(v);
+	range_file(&r);
 	rc = seg_alloc(&r.seg);
 	if (rc == 0 && (rc = range_insert(&r)) != 0)
 		seg_free(r.seg);
@@ -598,6 +710,8 @@ da_mem_acquire(struct da_memsess *s, void *addr, size_t len, int writable,
 	pe = (a + len + page - 1) & ~(page - 1);
 	pthread_mutex_lock(&reg_lock);
 	rc = writable ? check_writable(ps, pe) : 0;
+	if (rc == 0)
+		rc = forget_replaced(ps, pe);
 	if (rc == 0)
 		rc = plan_gaps(ps, pe, gap, &ngap);
 	else

@@ -410,6 +410,46 @@ test_sysv(struct da_memsess *s)
 	test_sysv_one(s, 1);
 }
 
+/*
+ * A registered range unmapped and mapped anew at the same address (an
+ * allocator reusing it while the old MR lives on in a registration
+ * cache): the next registration takes the new pages, on a new segment,
+ * and the old MR keeps the old one.
+ */
+static void
+test_replaced(struct da_memsess *s)
+{
+	uint8_t *m = mmap(NULL, 2 * pg, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0), *n;
+	struct reg r, r2;
+	uint32_t old;
+
+	m[0] = 1;
+	CHECK(acq(s, m, pg, &r) == 0, "replaced: first registration");
+	old = r.plan.pieces[0].seg;
+	munmap(m, 2 * pg);
+	n = mmap(m, 2 * pg, PROT_READ | PROT_WRITE,
+		MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	CHECK(n == m, "replaced: the same address again");
+	n[0] = 2;
+	CHECK(acq(s, n, pg, &r2) == 0 && r2.plan.npieces == 1 &&
+		r2.plan.pieces[0].seg != old &&
+		r2.plan.pieces[0].flags == DROCE_PIECE_NEW && r2.plan.nfds == 1,
+		"replaced: a new segment for the new pages (seg %u, was %u)",
+		r2.plan.pieces[0].seg, old);
+	CHECK(n[0] == 2 && on_segment(n), "replaced: the new pages moved, "
+		"contents kept");
+	if (r2.plan.nfds == 1) {
+		uint8_t b = 0;
+
+		CHECK(pread(r2.plan.fds[0], &b, 1, 0) == 1 && b == 2,
+			"replaced: the new segment holds the new bytes");
+	}
+	rel(s, &r2, NULL);
+	rel(s, &r, NULL);
+	munmap(n, 2 * pg);
+}
+
 /* Everything released: segment numbers start again from 0. */
 static void
 test_numbers(struct da_memsess *s)
@@ -438,6 +478,7 @@ main(void)
 	test_pieces(&s);
 	test_fork(&s);
 	test_sysv(&s);
+	test_replaced(&s);
 	test_numbers(&s);
 	da_mem_sess_fini(&s);
 	da_mem_sess_fini(&s2);
