@@ -275,6 +275,64 @@ nomem:
 	return -ENOMEM;
 }
 
+/*
+ * ibv_resize_cq: the transport's CQ resized and a new shared ring with
+ * the unread completions moved into it, in order. The application waits
+ * for this reply holding its CQ, so nothing reads the old ring
+ * meanwhile; the data path is kept out by the queue's lock.
+ */
+static int
+op_resize_cq(struct req_ctx *c)
+{
+	const struct droce_chan_resize_cq_req *r = c->req;
+	struct droce_chan_create_cq_rep *p = c->rep;
+	struct dd_cq *cq = dd_table_get(&c->a->cqs, r->handle);
+	struct droce_chan_cq *sh;
+	struct ibv_wc *wc;
+	uint32_t cons, n, size, i;
+	uint64_t off;
+	int rc;
+
+	if (cq == NULL || r->cqe == 0 ||
+			r->cqe > droce_dev_limits(dd.dev)->max_cqe)
+		return -EINVAL;
+	droce_port_lock(dd.port, cq->q);
+	cons = __atomic_load_n(&cq->sh->cons, __ATOMIC_ACQUIRE);
+	n = cq->prod - cons;
+	rc = n > cq->size || r->cqe < n ? -EINVAL :
+		droce_cq_resize(cq->tcq, r->cqe);
+	size = dd_pow2(droce_cq_size(cq->tcq) + 1);
+	if (rc == 0 && size != cq->size &&
+			dd_heap_alloc(c->a, droce_chan_cq_bytes(size), &off) != 0)
+		rc = -ENOMEM;	/* the transport's CQ is larger: harmless */
+	if (rc == 0 && size != cq->size) {
+		sh = droce_chan_at(c->a->region, off);
+		wc = droce_chan_at(c->a->region, off + DROCE_CHAN_CQ_WC);
+		memset(sh, 0, sizeof(*sh));
+		for (i = 0; i < n; i++)
+			wc[i] = cq->wc[(cons + i) & (cq->size - 1)];
+		sh->overflow = cq->sh->overflow;
+		sh->events = cq->sh->events;
+		sh->arm = cq->sh->arm;
+		sh->prod = n;
+		dd_heap_free(c->a, cq->off, droce_chan_cq_bytes(cq->size));
+		cq->sh = sh;
+		cq->wc = wc;
+		cq->off = off;
+		cq->size = size;
+		cq->prod = n;
+	}
+	droce_port_unlock(dd.port, cq->q);
+	if (rc != 0)
+		return rc;
+	p->handle = cq->handle;
+	p->cqe = droce_cq_size(cq->tcq);
+	p->size = cq->size;
+	p->queue = cq->q;
+	p->off = cq->off;
+	return 0;
+}
+
 static int
 op_destroy_cq(struct req_ctx *c)
 {
@@ -383,6 +441,7 @@ static const op_fn handlers[DROCE_OP_COUNT] = {
 	[DROCE_OP_CREATE_CHANNEL] = op_create_channel,
 	[DROCE_OP_DESTROY_CHANNEL] = op_destroy_channel,
 	[DROCE_OP_CREATE_CQ] = op_create_cq,
+	[DROCE_OP_RESIZE_CQ] = op_resize_cq,
 	[DROCE_OP_DESTROY_CQ] = op_destroy_cq,
 	[DROCE_OP_CREATE_SRQ] = op_create_srq,
 	[DROCE_OP_MODIFY_SRQ] = op_modify_srq,

@@ -77,6 +77,7 @@ struct da_ctx {
  * the transport's objects; the context's mode tells them apart). */
 struct da_mr {
 	struct ibv_mr mr;
+	unsigned int access;
 	uint32_t nsegs;
 	uint32_t segs[DROCE_CHAN_MR_PIECES];
 };
@@ -130,12 +131,15 @@ int da_dealloc_pd(struct dv_pd *pd);
 struct ibv_mr *da_reg_mr(struct ibv_pd *pd, void *addr, size_t len,
 		uint64_t iova, unsigned int access);
 int da_dereg_mr(struct ibv_mr *mr);
+int da_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+		size_t len, unsigned int access);
 struct ibv_comp_channel *da_create_channel(struct ibv_context *c);
 int da_destroy_channel(struct dv_channel *ch);
 int da_get_cq_event(struct dv_channel *ch, struct ibv_cq **cq, void **cq_ctx);
 struct dv_cq *da_cq_create(struct ibv_context *c, int cqe, void *cq_context,
 		struct ibv_comp_channel *channel, int comp_vector);
 int da_destroy_cq(struct dv_cq *cq);
+int da_resize_cq(struct dv_cq *cq, int cqe);
 struct ibv_ah *da_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int da_destroy_ah(struct ibv_ah *ah);
 int da_mcast(struct dv_qp *qp, const union ibv_gid *gid, int attach);

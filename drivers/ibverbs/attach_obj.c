@@ -202,13 +202,16 @@ da_reg_mr(struct ibv_pd *pd, void *addr, size_t len, uint64_t iova,
 	m->mr.handle = p.handle;
 	m->mr.lkey = p.lkey;
 	m->mr.rkey = p.rkey;
+	m->access = access;
 	return &m->mr;
 }
 
-int
-da_dereg_mr(struct ibv_mr *mr)
+/* The daemon's MR and this session's hold on its segments let go; m
+ * itself stays (0 or an errno). */
+static int
+dereg_keep(struct da_mr *m)
 {
-	struct da_mr *m = (struct da_mr *)mr;
+	struct ibv_mr *mr = &m->mr;
 	struct da_ctx *a = att(mr->context);
 	struct droce_chan_dereg_mr_req r;
 	int rc;
@@ -224,9 +227,64 @@ da_dereg_mr(struct ibv_mr *mr)
 	if (rc == 0)
 		da_mem_release(&a->mem, m->segs, m->nsegs, NULL, NULL);
 	pthread_mutex_unlock(&a->mr_lock);
+	return rc;
+}
+
+int
+da_dereg_mr(struct ibv_mr *mr)
+{
+	struct da_mr *m = (struct da_mr *)mr;
+	int rc = dereg_keep(m);
+
 	if (rc == 0)
 		free(m);
 	return rc;
+}
+
+/*
+ * ibv_rereg_mr attached: a new registration with what changes, then the
+ * old one deregistered, and the application's ibv_mr takes the new one's
+ * handle, keys and segments (the same object: the application keeps its
+ * pointer). On error the old MR is as it was: 0 or an errno.
+ */
+int
+da_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+		size_t len, unsigned int access)
+{
+	struct da_mr *m = (struct da_mr *)mr, *n;
+	struct ibv_mr *nm;
+	int rc;
+
+	if (!(flags & IBV_REREG_MR_CHANGE_PD))
+		pd = mr->pd;
+	if (!(flags & IBV_REREG_MR_CHANGE_ACCESS))
+		access = m->access;
+	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		addr = mr->addr;
+		len = mr->length;
+	}
+	if (pd->context != mr->context)
+		return EINVAL;
+	nm = da_reg_mr(pd, addr, len, (uintptr_t)addr, access);
+	if (nm == NULL)
+		return errno;
+	n = (struct da_mr *)nm;
+	rc = dereg_keep(m);
+	if (rc != 0) {
+		da_dereg_mr(nm);
+		return rc;
+	}
+	m->mr.pd = pd;
+	m->mr.addr = addr;
+	m->mr.length = len;
+	m->mr.handle = n->mr.handle;
+	m->mr.lkey = n->mr.lkey;
+	m->mr.rkey = n->mr.rkey;
+	m->access = n->access;
+	m->nsegs = n->nsegs;
+	memcpy(m->segs, n->segs, sizeof(m->segs));
+	free(n);
+	return 0;
 }
 
 /* ---- completion channels ---- */
@@ -457,6 +515,34 @@ da_cq_create(struct ibv_context *c, int cqe, void *cq_context,
 		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
 	dv_cq_ex_setup(cq);
 	return cq;
+}
+
+/*
+ * ibv_resize_cq attached: the daemon moves the unread completions into a
+ * new ring; the CQ's lock is held until the new one is ours, so no
+ * poller reads the old ring meanwhile.
+ */
+int
+da_resize_cq(struct dv_cq *cq, int cqe)
+{
+	struct da_ctx *a = att(cq->ex.context);
+	struct droce_chan_resize_cq_req r = { .handle = cq->handle };
+	struct droce_chan_create_cq_rep p;
+	int rc;
+
+	if (da_dead(a))
+		return EIO;
+	r.cqe = (uint32_t)cqe;
+	pthread_spin_lock(&cq->lock);
+	rc = da_rpc(a, DROCE_OP_RESIZE_CQ, &r, &p, NULL, 0, NULL, NULL);
+	if (rc == 0 && p.handle != cq->handle)
+		rc = EPROTO;
+	if (rc == 0)
+		rc = cq_rings(a, cq, &p);
+	if (rc == 0)
+		cq->ex.cqe = (int)p.cqe;
+	pthread_spin_unlock(&cq->lock);
+	return rc;
 }
 
 int

@@ -142,13 +142,70 @@ ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
 	return NULL;
 }
 
+_Static_assert(DROCE_REREG_TRANSLATION == IBV_REREG_MR_CHANGE_TRANSLATION &&
+	DROCE_REREG_PD == IBV_REREG_MR_CHANGE_PD &&
+	DROCE_REREG_ACCESS == IBV_REREG_MR_CHANGE_ACCESS &&
+	DROCE_REREG_ALL == IBV_REREG_MR_FLAGS_SUPPORTED, "rereg flags");
+
+/*
+ * A new range, PD or access for a registered MR, in place (the same
+ * ibv_mr). It gets new keys: the old lkey and rkey stop working at once,
+ * as with a kernel provider. On any error the MR is as it was, so the
+ * answer is IBV_REREG_MR_ERR_INPUT ("old MR is valid") with errno: EINVAL
+ * (flags, access, a PD of another device), EBUSY (windows bound to it),
+ * EFAULT or ENOMEM (the new range cannot be pinned).
+ */
 int
 ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 		size_t length, int access)
 {
-	(void)mr; (void)flags; (void)pd; (void)addr; (void)length; (void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;
+	unsigned int acc = (unsigned int)access & ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
+	struct dv_context *ctx;
+	struct droce_port *port;
+	uint32_t q;
+	int rc;
+
+	if (mr == NULL || flags == 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+			((flags & IBV_REREG_MR_CHANGE_PD) && pd == NULL) ||
+			((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+			(addr == NULL || length == 0))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) &&
+			(acc & ~(unsigned int)DV_ACCESS_SUPPORTED)) {
+		errno = EOPNOTSUPP;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	acc &= ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING;
+	if (da_attached(mr->context)) {
+		rc = da_rereg_mr(mr, flags, pd, addr, length, acc);
+	} else if ((flags & IBV_REREG_MR_CHANGE_PD) &&
+			pd->context != mr->context) {
+		rc = EINVAL;
+	} else {
+		ctx = dv_ctx(mr->context);
+		port = ctx->dev->port;
+		/* the data path reads MRs under its queues' locks */
+		for (q = 0; q < ctx->dev->nb_queues; q++)
+			droce_port_lock(port, q);
+		rc = -droce_mr_rereg(droce_mr_from_ibv(mr), (unsigned int)flags,
+			(flags & IBV_REREG_MR_CHANGE_PD) ? dv_pd(pd)->tpd : NULL,
+			addr, (uint64_t)(uintptr_t)addr, length,
+			(uint64_t)(uintptr_t)addr, acc);
+		for (q = ctx->dev->nb_queues; q-- > 0;)
+			droce_port_unlock(port, q);
+		if (rc == 0) {
+			if (flags & IBV_REREG_MR_CHANGE_PD)
+				mr->pd = pd;
+			mr->handle = mr->lkey;
+		}
+	}
+	if (rc != 0) {
+		errno = rc;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	return 0;
 }
 
 /* ---- memory windows (ibv_context.ops) ---- */
@@ -265,12 +322,28 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	return cq ? ibv_cq_ex_to_cq(&cq->ex) : NULL;
 }
 
+/*
+ * At least cqe entries from now on, the completions it holds kept in
+ * order; EINVAL below what it holds (or past the device's max_cqe).
+ */
 int
-ibv_resize_cq(struct ibv_cq *cq, int cqe)
+ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	(void)cq;
-	(void)cqe;
-	return EOPNOTSUPP;	/* sized once; create it large enough */
+	struct dv_cq *cq = dv_cq(ibcq);
+	struct droce_port *port;
+	int rc;
+
+	if (cqe <= 0)
+		return EINVAL;
+	if (da_attached(ibcq->context))
+		return da_resize_cq(cq, cqe);
+	port = cq->ctx->dev->port;
+	droce_port_lock(port, cq->q);
+	rc = -droce_cq_resize(cq->tcq, (uint32_t)cqe);
+	if (rc == 0)
+		cq->ex.cqe = (int)droce_cq_size(cq->tcq);
+	droce_port_unlock(port, cq->q);
+	return rc;
 }
 
 int

@@ -83,6 +83,9 @@ static const struct op_desc ops[DROCE_OP_COUNT] = {
 		sizeof(struct droce_chan_alloc_mw_req),
 		sizeof(struct droce_chan_alloc_mw_rep) },
 	[DROCE_OP_DEALLOC_MW] = { "dealloc_mw", H, 0 },
+	[DROCE_OP_RESIZE_CQ] = { "resize_cq",
+		sizeof(struct droce_chan_resize_cq_req),
+		sizeof(struct droce_chan_create_cq_rep) },
 };
 #undef H
 

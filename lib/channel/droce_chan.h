@@ -90,6 +90,7 @@ enum droce_chan_op {
 	DROCE_OP_RESOLVE,
 	DROCE_OP_ALLOC_MW,
 	DROCE_OP_DEALLOC_MW,
+	DROCE_OP_RESIZE_CQ,
 	DROCE_OP_COUNT
 };
 
@@ -201,6 +202,14 @@ struct droce_chan_create_cq_rep {
 	uint32_t size;		/**< ring entries, a power of 2 */
 	uint32_t queue;
 	uint64_t off;		/**< struct droce_chan_cq */
+};
+
+/* RESIZE_CQ: reply struct droce_chan_create_cq_rep, the CQ's new ring
+ * (its unread completions moved into it, in order; the old ring is
+ * gone once the reply is sent). */
+struct droce_chan_resize_cq_req {
+	uint32_t handle;
+	uint32_t cqe;
 };
 
 struct droce_chan_create_srq_req {

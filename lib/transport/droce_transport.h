@@ -220,6 +220,22 @@ struct droce_mr *droce_mr_reg(struct droce_pd *pd, void *addr, size_t len,
 struct droce_mr *droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
 		size_t len, uint64_t iova, unsigned int access);
 int droce_mr_dereg(struct droce_mr *mr);	/**< -EBUSY with bound MWs */
+/* What droce_mr_rereg changes (ibv_rereg_mr's flags, same values). */
+#define DROCE_REREG_TRANSLATION 1u	/**< host, local_va, len, iova */
+#define DROCE_REREG_PD 2u
+#define DROCE_REREG_ACCESS 4u
+#define DROCE_REREG_ALL 7u
+/**
+ * ibv_rereg_mr in place: what says which of the arguments count (the
+ * others stay the MR's). The MR gets new keys, its old lkey and rkey stop
+ * naming it at once (as a kernel provider's do). The caller keeps the
+ * data path off the MR (it owns every queue of the device). @return 0;
+ * -EINVAL (bad input), -EBUSY (windows bound to it), -EFAULT or -ENOMEM
+ * (the new range cannot be pinned); the MR unchanged on error.
+ */
+int droce_mr_rereg(struct droce_mr *mr, unsigned int what,
+		struct droce_pd *pd, void *host, uint64_t local_va, size_t len,
+		uint64_t iova, unsigned int access);
 /**
  * A zero-copy frame's reference on an MR's memory. droce_mr_dereg waits
  * (up to DROCE_MR_ZC_WAIT_MS) for frames still queued to let go; the MR's
@@ -247,6 +263,13 @@ int droce_cq_destroy(struct droce_cq *cq);	/**< -EBUSY while QPs use it */
  * queue). The caller keeps other threads off the CQ meanwhile.
  * @return 0 (also when already there), -EBUSY while a QP uses it, -EINVAL.
  */
+/**
+ * A new size for cq (ibv_resize_cq): at least cqe entries, rounded up as
+ * at creation, what it holds kept in order. The caller owns the CQ's
+ * queue. @return 0; -EINVAL when cqe is 0, past the device's limit or
+ * below what the CQ holds now; -ENOMEM.
+ */
+int droce_cq_resize(struct droce_cq *cq, uint32_t cqe);
 int droce_cq_move(struct droce_cq *cq, uint32_t q);
 uint32_t droce_cq_size(const struct droce_cq *cq);
 

@@ -64,6 +64,31 @@ droce_cq_destroy(struct droce_cq *cq)
 }
 
 int
+droce_cq_resize(struct droce_cq *cq, uint32_t cqe)
+{
+	uint32_t n = cq->head - cq->tail, size, i;
+	struct ibv_wc *ring;
+
+	if (cqe == 0 || cqe > cq->dev->lim.max_cqe || cqe < n)
+		return -EINVAL;
+	size = tp_pow2(cqe + 1);
+	if (size == cq->size)
+		return 0;
+	ring = calloc(size, sizeof(*ring));
+	if (ring == NULL)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		ring[i] = cq->ring[(cq->tail + i) & (cq->size - 1)];
+	free(cq->ring);
+	cq->ring = ring;
+	cq->size = size;
+	cq->cqe = size - 1;
+	cq->tail = 0;
+	cq->head = n;
+	return 0;
+}
+
+int
 droce_cq_move(struct droce_cq *cq, uint32_t q)
 {
 	return tp_owner_move(cq->dev, &cq->queue, &cq->refs, q);

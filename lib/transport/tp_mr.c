@@ -218,6 +218,68 @@ droce_mr_dereg(struct droce_mr *mr)
 	return 0;
 }
 
+int
+droce_mr_rereg(struct droce_mr *mr, unsigned int what, struct droce_pd *pd,
+		void *host, uint64_t local_va, size_t len, uint64_t iova,
+		unsigned int access)
+{
+	struct droce_dev *dev = mr->pd->dev;
+	struct tp_key *k;
+	uint32_t key;
+	int rc;
+
+	if (!(what & DROCE_REREG_PD))
+		pd = mr->pd;
+	if (!(what & DROCE_REREG_ACCESS))
+		access = mr->access;
+	if (!(what & DROCE_REREG_TRANSLATION)) {
+		host = mr->base;
+		local_va = mr->local_va;
+		len = mr->len;
+		iova = mr->iova;
+	}
+	if (what == 0 || what & ~(unsigned int)DROCE_REREG_ALL ||
+			pd->dev != dev ||
+			((access & (IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_ATOMIC)) &&
+			!(access & IBV_ACCESS_LOCAL_WRITE)) ||
+			len > dev->lim.max_mr_size || (host == NULL && len != 0))
+		return -EINVAL;
+	/* the new range pinned as at registration (writable if need be) */
+	if (what & (DROCE_REREG_TRANSLATION | DROCE_REREG_ACCESS)) {
+		rc = mr_populate(host, len, access);
+		if (rc != 0)
+			return -rc;
+	}
+	pthread_mutex_lock(&dev->lock);
+	if (mr->nb_mw) {
+		pthread_mutex_unlock(&dev->lock);
+		return -EBUSY;
+	}
+	/* new keys: the old ones stop naming it at once */
+	if (key_alloc(dev, TP_KEY_MR, mr, &key) != 0) {
+		pthread_mutex_unlock(&dev->lock);
+		return -ENOMEM;
+	}
+	k = key_find(dev, mr->ibv.lkey);
+	if (k != NULL)
+		k->kind = TP_KEY_FREE;
+	mr->pd->refs--;
+	pd->refs++;
+	mr->pd = pd;
+	mr->base = host;
+	mr->local_va = local_va;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->len = len;
+	mr->access = access;
+	mr->ibv.addr = (void *)(uintptr_t)local_va;
+	mr->ibv.length = len;
+	mr->ibv.lkey = key;
+	mr->ibv.rkey = key;
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
 void
 droce_mr_zc_get(struct droce_mr *mr)
 {

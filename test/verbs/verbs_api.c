@@ -942,6 +942,160 @@ out:
 	shmdt(m);
 }
 
+/*
+ * ibv_resize_cq: the completions a CQ holds stay, in order; the new size
+ * takes more than the old one could; below what it holds, or 0: EINVAL.
+ */
+static void
+test_resize_cq(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_cq *cqy = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+	struct ibv_qp *x, *y;
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8,
+		.lkey = mr->lkey };
+	struct ibv_send_wr w, *bad;
+	struct ibv_wc wc[64];
+	int i, n, got, order = 1;
+
+	x = cq ? make_qp(cq, cq, NULL) : NULL;
+	y = cqy ? make_qp(cqy, cqy, NULL) : NULL;
+	if (!x || !y || to_init(x) || to_init(y) || to_rts(x, y->qp_num) ||
+			to_rts(y, x->qp_num)) {
+		CHECK(0, "resize: set-up: %s", strerror(errno));
+		return;
+	}
+	memset(&w, 0, sizeof(w));
+	w.sg_list = &s;
+	w.num_sge = 1;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.wr.rdma.remote_addr = (uintptr_t)(buf + 4096);
+	w.wr.rdma.rkey = mr->rkey;
+	for (i = 0; i < 3; i++) {
+		w.wr_id = (uint64_t)(i + 1);
+		CHECK(ibv_post_send(x, &w, &bad) == 0, "resize: post %d", i);
+	}
+	usleep(300000);		/* the three complete (not polled) */
+	CHECK(ibv_resize_cq(cq, 0) == EINVAL, "ibv_resize_cq to 0: EINVAL");
+	CHECK(ibv_resize_cq(cq, 64) == 0 && cq->cqe >= 64,
+		"ibv_resize_cq 4 -> 64 (cqe now %d)", cq->cqe);
+	got = poll_n(cq, wc, 3, 10000);
+	for (i = 0; i < got; i++)
+		order &= wc[i].wr_id == (uint64_t)(i + 1) &&
+			wc[i].status == IBV_WC_SUCCESS;
+	CHECK(got == 3 && order, "resize: the 3 held completions kept, in "
+		"order (%d)", got);
+	/* more outstanding than the old size held: no overrun */
+	for (i = 0; i < 40; i++) {
+		w.wr_id = (uint64_t)(100 + i);
+		if (ibv_post_send(x, &w, &bad) != 0)
+			break;
+	}
+	usleep(300000);
+	got = poll_n(cq, wc, 40, 10000);
+	CHECK(i == 40 && got == 40 && wc[39].wr_id == 139 &&
+		wc[39].status == IBV_WC_SUCCESS,
+		"resize: 40 completions in a CQ created for 4 (%d)", got);
+	for (i = 0; i < 2; i++) {
+		w.wr_id = (uint64_t)(200 + i);
+		ibv_post_send(x, &w, &bad);
+	}
+	usleep(300000);
+	CHECK(ibv_resize_cq(cq, 1) == EINVAL, "resize below what it holds: "
+		"EINVAL");
+	n = ibv_resize_cq(cq, 8);
+	got = poll_n(cq, wc, 2, 10000);
+	CHECK(n == 0 && cq->cqe >= 8 && cq->cqe < 64 && got == 2 &&
+		wc[0].wr_id == 200 && wc[1].wr_id == 201,
+		"resize 64 -> 8 with 2 held: kept (cqe %d, %d)", cq->cqe, got);
+	ibv_destroy_qp(x);
+	ibv_destroy_qp(y);
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_destroy_cq(cqy) == 0,
+		"resize: destroy the CQs");
+}
+
+/* One signaled RDMA WRITE of 8 bytes from buf on qp; its status. */
+static enum ibv_wc_status
+write8(struct ibv_qp *qp, struct ibv_cq *cq, void *to, uint32_t rkey)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 8,
+		.lkey = mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED },
+		*bad;
+	struct ibv_wc wc;
+
+	w.wr.rdma.remote_addr = (uintptr_t)to;
+	w.wr.rdma.rkey = rkey;
+	if (ibv_post_send(qp, &w, &bad) != 0 || poll_n(cq, &wc, 1, 10000) != 1)
+		return IBV_WC_GENERAL_ERR;
+	return wc.status;
+}
+
+/*
+ * ibv_rereg_mr: a new range (the same ibv_mr, new keys: the new rkey
+ * reaches the new range, the old one nothing), a new PD, new access;
+ * bad flags refused with the MR as it was.
+ */
+static void
+test_rereg_mr(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *x = cq ? make_qp(cq, cq, NULL) : NULL;
+	struct ibv_qp *y = cq ? make_qp(cq, cq, NULL) : NULL;
+	uint8_t *old = aligned_alloc(4096, 4096), *nw = aligned_alloc(4096, 8192);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_mr *r;
+	uint32_t k1;
+	int rc;
+
+	if (!x || !y || !old || !nw || !pd2 || to_init(x) || to_init(y) ||
+			to_rts(x, y->qp_num) || to_rts(y, x->qp_num)) {
+		CHECK(0, "rereg: set-up: %s", strerror(errno));
+		return;
+	}
+	memset(old, 0, 4096);
+	memset(nw, 0, 8192);
+	memcpy(buf, "REREG-MR", 8);
+	r = ibv_reg_mr(pd, old, 4096, IBV_ACCESS_LOCAL_WRITE |
+		IBV_ACCESS_REMOTE_WRITE);
+	CHECK(r != NULL, "rereg: register");
+	if (r == NULL)
+		return;
+	k1 = r->rkey;
+	errno = 0;
+	CHECK(ibv_rereg_mr(r, 0, NULL, NULL, 0, 0) == IBV_REREG_MR_ERR_INPUT &&
+		errno == EINVAL && r->rkey == k1, "ibv_rereg_mr without flags: "
+		"IBV_REREG_MR_ERR_INPUT, EINVAL, the MR unchanged");
+	CHECK(ibv_rereg_mr(r, 8, NULL, NULL, 0, 0) == IBV_REREG_MR_ERR_INPUT &&
+		errno == EINVAL, "ibv_rereg_mr with an unknown flag: EINVAL");
+	rc = ibv_rereg_mr(r, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, nw, 8192, 0);
+	CHECK(rc == 0 && r->addr == nw && r->length == 8192 && r->rkey != k1,
+		"ibv_rereg_mr CHANGE_TRANSLATION: the new range, new keys (%d)",
+		rc);
+	CHECK(write8(x, cq, nw + 5000, r->rkey) == IBV_WC_SUCCESS &&
+		memcmp(nw + 5000, "REREG-MR", 8) == 0,
+		"rereg: a WRITE with the new rkey lands in the new range");
+	rc = ibv_rereg_mr(r, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0);
+	CHECK(rc == 0 && r->pd == pd2, "ibv_rereg_mr CHANGE_PD (%d)", rc);
+	rc = ibv_rereg_mr(r, IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS,
+		pd, NULL, 0, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(rc == 0 && r->pd == pd, "ibv_rereg_mr back to the PD, local "
+		"access only (%d)", rc);
+	/* last: an error completion leaves x in ERR */
+	CHECK(write8(x, cq, nw + 100, r->rkey) == IBV_WC_REM_ACCESS_ERR &&
+		nw[100] == 0, "rereg: no remote write any more: remote access "
+		"error");
+	ibv_destroy_qp(x);
+	ibv_destroy_qp(y);
+	CHECK(ibv_dereg_mr(r) == 0, "rereg: deregister");
+	ibv_dealloc_pd(pd2);
+	ibv_destroy_cq(cq);
+	free(old);
+	free(nw);
+}
+
 int
 main(void)
 {
@@ -992,6 +1146,8 @@ main(void)
 	test_channel(a, b, cqb, ch);
 	drain(cqa);
 	test_sysv_mr(a, cqa);
+	test_resize_cq();
+	test_rereg_mr();
 	drain(cqa);
 	test_errors(a, b, cqa);
 	drain(cqa);
