@@ -323,6 +323,7 @@ ibv_open_device(struct ibv_device *device)
 	v->sz = sizeof(*v);
 	v->query_port = dv_query_port;
 	v->query_device_ex = dv_query_device_ex;
+	v->advise_mr = dv_advise_mr;
 	v->create_cq_ex = dv_create_cq_ex;
 	v->create_qp_ex = dv_create_qp_ex;
 	v->create_srq_ex = dv_create_srq_ex;

@@ -545,6 +545,21 @@ dv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input
 	 * kernel's extended query reports them */
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags |
 		DV_DEVICE_ATOMIC_WRITE;
+	if (!da_attached(c)) {
+		/* nothing is pinned: every MR may be on demand, the whole
+		 * address space too (implicit), for every operation */
+		a.odp_caps.general_caps = IBV_ODP_SUPPORT |
+			IBV_ODP_SUPPORT_IMPLICIT;
+		a.odp_caps.per_transport_caps.rc_odp_caps = IBV_ODP_SUPPORT_SEND |
+			IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+			IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC |
+			IBV_ODP_SUPPORT_SRQ_RECV;
+		a.odp_caps.per_transport_caps.uc_odp_caps = IBV_ODP_SUPPORT_SEND |
+			IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+			IBV_ODP_SUPPORT_SRQ_RECV;
+		a.odp_caps.per_transport_caps.ud_odp_caps = IBV_ODP_SUPPORT_SEND |
+			IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+	}
 	memcpy(attr, &a, size < sizeof(a) ? size : sizeof(a));
 	return 0;
 }

@@ -197,6 +197,8 @@ void dv_qp_ex_fini(struct dv_qp *qp);
 struct ibv_cq_ex *dv_create_cq_ex(struct ibv_context *c,
 		struct ibv_cq_init_attr_ex *attr);
 void dv_cq_ex_setup(struct dv_cq *cq);
+int dv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge);
 int dv_query_device_ex(struct ibv_context *c,
 		const struct ibv_query_device_ex_input *in,
 		struct ibv_device_attr_ex *attr, size_t size);

@@ -68,7 +68,8 @@ ibv_dealloc_pd(struct ibv_pd *ibpd)
 /* Flags a provider may ignore (IBV_ACCESS_OPTIONAL_RANGE). */
 #define DV_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
-	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING)
+	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING | \
+	IBV_ACCESS_ON_DEMAND)
 
 static struct ibv_mr *
 reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
@@ -79,13 +80,20 @@ reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
 	if (access & ~(unsigned int)DV_ACCESS_SUPPORTED) {
-		/* on-demand paging, huge-page hints, flush: not droce's */
+		/* huge-page hints, flush: not droce's */
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (da_attached(ibpd->context))
+	if (da_attached(ibpd->context)) {
+		/* droced reaches only memory the application shares with
+		 * it: no on-demand paging attached (doc/daemon.md) */
+		if (access & IBV_ACCESS_ON_DEMAND) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
 		return da_reg_mr(ibpd, addr, length, iova,
 			access & ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING);
+	}
 	mr = droce_mr_reg(dv_pd(ibpd)->tpd, addr, length, iova,
 		access & ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING);
 	if (mr == NULL)
@@ -155,6 +163,39 @@ _Static_assert(DROCE_REREG_TRANSLATION == IBV_REREG_MR_CHANGE_TRANSLATION &&
  * (flags, access, a PD of another device), EBUSY (windows bound to it),
  * EFAULT or ENOMEM (the new range cannot be pinned).
  */
+/*
+ * ibv_advise_mr (verbs_context op): prefetch faults the ranges in now,
+ * writable for PREFETCH_WRITE; PREFETCH_NO_FAULT has nothing to do (no
+ * page is mapped into a NIC here). Synchronous, so IBV_ADVISE_MR_FLAG_FLUSH
+ * is always met. 0, EINVAL, EFAULT; EOPNOTSUPP attached (no ODP there).
+ */
+int
+dv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
+		uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
+{
+	uint32_t i;
+	int rc;
+
+	if (da_attached(pd->context))
+		return EOPNOTSUPP;
+	if ((flags & ~(uint32_t)IBV_ADVISE_MR_FLAG_FLUSH) || num_sge == 0 ||
+			sg_list == NULL ||
+			(advice != IBV_ADVISE_MR_ADVICE_PREFETCH &&
+			advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+			advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT))
+		return EINVAL;
+	for (i = 0; i < num_sge; i++) {
+		if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+			continue;
+		rc = -droce_mr_advise(dv_pd(pd)->tpd, sg_list[i].lkey,
+			sg_list[i].addr, sg_list[i].length,
+			advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 int
 ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 		size_t length, int access)

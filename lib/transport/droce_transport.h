@@ -220,6 +220,14 @@ struct droce_mr *droce_mr_reg(struct droce_pd *pd, void *addr, size_t len,
 struct droce_mr *droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
 		size_t len, uint64_t iova, unsigned int access);
 int droce_mr_dereg(struct droce_mr *mr);	/**< -EBUSY with bound MWs */
+/**
+ * ibv_advise_mr for [addr, addr+len) of the MR lkey names in pd: its pages
+ * faulted in now (writable if write). @return 0, -EINVAL (not this PD's
+ * lkey, outside the MR, write without local write) or -EFAULT (not
+ * mapped, or not writable).
+ */
+int droce_mr_advise(struct droce_pd *pd, uint32_t lkey, uint64_t addr,
+		uint32_t len, int write);
 /* What droce_mr_rereg changes (ibv_rereg_mr's flags, same values). */
 #define DROCE_REREG_TRANSLATION 1u	/**< host, local_va, len, iova */
 #define DROCE_REREG_PD 2u

@@ -81,6 +81,19 @@ range_mapped(uintptr_t start, uintptr_t end, uintptr_t pg)
 	return 1;
 }
 
+/* Whether madvise(MADV_POPULATE_*) works here, found out once. */
+static void
+populate_probe(void)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t here = (uintptr_t)&pg & ~(pg - 1);
+
+	/* this stack frame's page is surely mapped and readable: only an
+	 * unknown advice fails here */
+	if (populate_ok < 0)
+		populate_ok = madvise((void *)here, pg, MADV_POPULATE_READ) == 0;
+}
+
 /*
  * Fault the region in now, writable where the MR may be written, as a
  * kernel provider's pinning does: the data path must not stop on a page
@@ -104,13 +117,7 @@ mr_populate(void *addr, size_t len, unsigned int access)
 		return 0;
 	if (end < start)
 		return EFAULT;
-	if (populate_ok < 0) {
-		/* this stack frame's page is surely mapped and readable:
-		 * only an unknown advice fails here */
-		uintptr_t here = (uintptr_t)&pg & ~(pg - 1);
-
-		populate_ok = madvise((void *)here, pg, MADV_POPULATE_READ) == 0;
-	}
+	populate_probe();
 	if (!populate_ok || madvise((void *)start, end - start, adv) == 0)
 		return 0;
 	/* ENOMEM: a hole in the range, or out of memory; EFAULT: would
@@ -119,6 +126,47 @@ mr_populate(void *addr, size_t len, unsigned int access)
 	if (errno == ENOMEM)
 		return range_mapped(start, end, pg) ? ENOMEM : EFAULT;
 	return errno == EFAULT || errno == EINVAL ? EFAULT : 0;
+}
+
+/*
+ * On-demand paging: the pages of [addr, addr+len) faulted in now, as a
+ * NIC's page fault would (writable for a write), before the data path
+ * touches them; 0, or -1 where they are not mapped (or not writable):
+ * the access fails as one outside the MR does, and nothing crashes.
+ * Without MADV_POPULATE_* (kernels before 5.14) only mapped pages are
+ * checked (mincore).
+ */
+static int
+odp_fault(uintptr_t addr, uint64_t len, unsigned int write)
+{
+	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = addr & ~(pg - 1), end;
+
+	if (addr + len < addr)
+		return -1;
+	end = (addr + len + pg - 1) & ~(pg - 1);
+	if (populate_ok > 0)
+		return madvise((void *)start, end - start, write ?
+			MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0 ? 0 : -1;
+	return range_mapped(start, end, pg) ? 0 : -1;
+}
+
+int
+droce_mr_advise(struct droce_pd *pd, uint32_t lkey, uint64_t addr,
+		uint32_t len, int write)
+{
+	struct droce_mr *mr = tp_lkey_lookup(pd->dev, pd, lkey);
+	uint64_t lo;
+
+	if (mr == NULL)
+		return -EINVAL;
+	lo = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : mr->local_va;
+	if (addr < lo || len > mr->len || addr - lo > mr->len - len ||
+			(write && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
+		return -EINVAL;
+	populate_probe();
+	return odp_fault((uintptr_t)mr->base + (addr - lo), len, write) == 0 ?
+		0 : -EFAULT;
 }
 
 struct droce_mr *
@@ -143,15 +191,24 @@ droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
 	uint32_t key;
 	int rc;
 
+	int odp = !!(access & IBV_ACCESS_ON_DEMAND);
+	/* implicit ODP: the whole address space (ibv_reg_mr(pd, NULL,
+	 * SIZE_MAX, IBV_ACCESS_ON_DEMAND | ...)) */
+	int implicit = odp && host == NULL && len == SIZE_MAX;
+
 	/* Remote write or atomic needs local write (IBTA 10.6.3.1). */
 	if (((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
 			!(access & IBV_ACCESS_LOCAL_WRITE)) ||
-			len > dev->lim.max_mr_size ||
-			(host == NULL && len != 0)) {
+			(len > dev->lim.max_mr_size && !implicit) ||
+			(host == NULL && len != 0 && !implicit) ||
+			(implicit && (local_va != 0 || iova != 0))) {
 		errno = EINVAL;
 		return NULL;
 	}
-	rc = mr_populate(host, len, access);
+	/* on demand: nothing pinned now, each access faults its pages in */
+	if (odp)
+		populate_probe();
+	rc = odp ? 0 : mr_populate(host, len, access);
 	if (rc != 0) {
 		errno = rc;
 		return NULL;
@@ -438,7 +495,7 @@ tp_bind_mw(struct droce_qp *qp, struct droce_mw *mw,
 	mw->ibv.rkey = k->key;
 	mw->mr = mr;
 	mr->nb_mw++;
-	mw->base = mr->base + (b->addr - mr->iova);
+	mw->base = (uint8_t *)((uintptr_t)mr->base + (b->addr - mr->iova));
 	mw->iova = b->addr;
 	mw->len = b->length;
 	mw->access = b->mw_access_flags;
@@ -552,9 +609,14 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 	/* [va, va+len) inside [iova, iova+mlen), without overflow */
 	if (va < iova || len > mlen || va - iova > mlen - len)
 		return NULL;
+	if ((owner->access & IBV_ACCESS_ON_DEMAND) && len != 0 &&
+			odp_fault((uintptr_t)base + (va - iova), len,
+			access & (IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_ATOMIC)) != 0)
+		return NULL;
 	if (mrp != NULL)
 		*mrp = owner;
-	return base + (va - iova);
+	return (uint8_t *)((uintptr_t)base + (va - iova));
 }
 
 uint64_t
@@ -586,7 +648,11 @@ sge_addr_mr(struct droce_dev *dev, struct droce_pd *pd,
 	a = s->addr - lo;
 	if (s->length > mr->len || a > mr->len - s->length)
 		return NULL;
-	return mr->base + a;
+	if ((mr->access & IBV_ACCESS_ON_DEMAND) && s->length != 0 &&
+			odp_fault((uintptr_t)mr->base + a, s->length,
+			need & IBV_ACCESS_LOCAL_WRITE) != 0)
+		return NULL;
+	return (uint8_t *)((uintptr_t)mr->base + a);
 }
 
 static uint8_t *
