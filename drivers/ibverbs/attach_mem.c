@@ -55,6 +55,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -532,8 +533,14 @@ move_gap(uintptr_t start, uintptr_t end)
 				v[i].end - v[i].start, v[i].prot | PROT_READ) != 0)
 			goto sys_prot;
 	copy_pages(tmp, (const void *)start, len);
-	if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
-			(void *)start) == MAP_FAILED)
+	/*
+	 * The system call itself, not libc's mremap: a program may
+	 * interpose mremap (UCX's memory hooks do, and its hook drops
+	 * MREMAP_FIXED's new address: EINVAL), and the move is none of its
+	 * business (same addresses, same bytes).
+	 */
+	if ((void *)syscall(SYS_mremap, tmp, len, len,
+			MREMAP_MAYMOVE | MREMAP_FIXED, (void *)start) == MAP_FAILED)
 		goto sys_prot;
 	tmp = MAP_FAILED;
 	prot_restore(v, nv);
