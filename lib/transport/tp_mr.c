@@ -169,6 +169,24 @@ droce_mr_advise(struct droce_pd *pd, uint32_t lkey, uint64_t addr,
 		0 : -EFAULT;
 }
 
+/* What an MR is: its PD, memory, addresses, access and keys. */
+static void
+mr_set(struct droce_mr *mr, struct droce_pd *pd, void *host,
+		uint64_t local_va, uint64_t len, uint64_t iova,
+		unsigned int access, uint32_t key)
+{
+	mr->pd = pd;
+	mr->base = host;
+	mr->local_va = local_va;
+	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
+	mr->len = len;
+	mr->access = access;
+	mr->ibv.addr = (void *)(uintptr_t)local_va;
+	mr->ibv.length = len;
+	mr->ibv.lkey = key;
+	mr->ibv.rkey = key;
+}
+
 struct droce_mr *
 droce_mr_reg(struct droce_pd *pd, void *addr, size_t len, uint64_t iova,
 		unsigned int access)
@@ -229,17 +247,8 @@ droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
 	dev->nb_mr++;
 	pd->refs++;
 	pthread_mutex_unlock(&dev->lock);
-	mr->pd = pd;
 	mr->zc_refs = 1;
-	mr->base = host;
-	mr->local_va = local_va;
-	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
-	mr->len = len;
-	mr->access = access;
-	mr->ibv.addr = (void *)(uintptr_t)local_va;
-	mr->ibv.length = len;
-	mr->ibv.lkey = key;
-	mr->ibv.rkey = key;
+	mr_set(mr, pd, host, local_va, len, iova, access, key);
 	return mr;
 }
 
@@ -323,16 +332,7 @@ droce_mr_rereg(struct droce_mr *mr, unsigned int what, struct droce_pd *pd,
 		k->kind = TP_KEY_FREE;
 	mr->pd->refs--;
 	pd->refs++;
-	mr->pd = pd;
-	mr->base = host;
-	mr->local_va = local_va;
-	mr->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : iova;
-	mr->len = len;
-	mr->access = access;
-	mr->ibv.addr = (void *)(uintptr_t)local_va;
-	mr->ibv.length = len;
-	mr->ibv.lkey = key;
-	mr->ibv.rkey = key;
+	mr_set(mr, pd, host, local_va, len, iova, access, key);
 	pthread_mutex_unlock(&dev->lock);
 	return 0;
 }
