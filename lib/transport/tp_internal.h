@@ -494,6 +494,9 @@ int tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
 /* The same checks alone: could len bytes go at off. */
 int tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, uint64_t off, uint32_t len);
+/* On-demand paging: [addr, addr+len)'s pages faulted in (writable if
+ * write) before the data path touches them; 0 or -1 (not mapped). */
+int tp_odp_fault(uintptr_t addr, uint64_t len, unsigned int write);
 uint64_t tp_sge_total(const struct ibv_sge *sge, uint32_t n);
 /* The registered memory behind len bytes at off of an SGE list, as at most
  * max spans: their count, 0 if more are needed, -EPERM on a bad lkey. */

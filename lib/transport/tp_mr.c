@@ -136,8 +136,8 @@ mr_populate(void *addr, size_t len, unsigned int access)
  * Without MADV_POPULATE_* (kernels before 5.14) only mapped pages are
  * checked (mincore).
  */
-static int
-odp_fault(uintptr_t addr, uint64_t len, unsigned int write)
+int
+tp_odp_fault(uintptr_t addr, uint64_t len, unsigned int write)
 {
 	uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = addr & ~(pg - 1), end;
@@ -165,7 +165,7 @@ droce_mr_advise(struct droce_pd *pd, uint32_t lkey, uint64_t addr,
 			(write && !(mr->access & IBV_ACCESS_LOCAL_WRITE)))
 		return -EINVAL;
 	populate_probe();
-	return odp_fault((uintptr_t)mr->base + (addr - lo), len, write) == 0 ?
+	return tp_odp_fault((uintptr_t)mr->base + (addr - lo), len, write) == 0 ?
 		0 : -EFAULT;
 }
 
@@ -610,213 +610,11 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 	if (va < iova || len > mlen || va - iova > mlen - len)
 		return NULL;
 	if ((owner->access & IBV_ACCESS_ON_DEMAND) && len != 0 &&
-			odp_fault((uintptr_t)base + (va - iova), len,
+			tp_odp_fault((uintptr_t)base + (va - iova), len,
 			access & (IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_ATOMIC)) != 0)
 		return NULL;
 	if (mrp != NULL)
 		*mrp = owner;
 	return (uint8_t *)((uintptr_t)base + (va - iova));
-}
-
-uint64_t
-tp_sge_total(const struct ibv_sge *sge, uint32_t n)
-{
-	uint64_t t = 0;
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		t += sge[i].length;
-	return t;
-}
-
-static uint8_t *
-sge_addr_mr(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *s, unsigned int need, struct droce_mr **mrp)
-{
-	struct droce_mr *mr = tp_lkey_lookup(dev, pd, s->lkey);
-	uint64_t lo, a;
-
-	if (mr == NULL || (mr->access & need) != need)
-		return NULL;
-	*mrp = mr;
-	/* ZERO_BASED MRs take addresses as offsets; others the owner's
-	 * virtual addresses (local_va), which need not be ours */
-	lo = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : mr->local_va;
-	if (s->addr < lo)
-		return NULL;
-	a = s->addr - lo;
-	if (s->length > mr->len || a > mr->len - s->length)
-		return NULL;
-	if ((mr->access & IBV_ACCESS_ON_DEMAND) && s->length != 0 &&
-			odp_fault((uintptr_t)mr->base + a, s->length,
-			need & IBV_ACCESS_LOCAL_WRITE) != 0)
-		return NULL;
-	return (uint8_t *)((uintptr_t)mr->base + a);
-}
-
-static uint8_t *
-sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
-		unsigned int need)
-{
-	struct droce_mr *mr;
-
-	return sge_addr_mr(dev, pd, s, need, &mr);
-}
-
-int
-tp_sge_check(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, unsigned int need)
-{
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		if (sge[i].length && sge_addr(dev, pd, &sge[i], need) == NULL)
-			return -EPERM;
-	return 0;
-}
-
-/* Gather len bytes at byte offset off of an SGE list (checked before). */
-int
-tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, uint64_t off,
-		uint8_t *dst, uint32_t len)
-{
-	uint32_t i, c;
-	uint8_t *src;
-
-	for (i = 0; i < n && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		c = sge[i].length - (uint32_t)off;
-		if (c > len)
-			c = len;
-		src = sge_addr(dev, pd, &sge[i], 0);
-		if (src == NULL)
-			return -EPERM;
-		memcpy(dst, src + off, c);
-		dst += c;
-		len -= c;
-		off = 0;
-	}
-	return len ? -EMSGSIZE : 0;
-}
-
-int
-tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, uint64_t off,
-		uint32_t len, struct droce_txspan *sp, uint32_t max)
-{
-	uint32_t i, c, k = 0;
-	uint8_t *src;
-
-	for (i = 0; i < n && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		if (k == max)
-			return 0;
-		c = sge[i].length - (uint32_t)off;
-		if (c > len)
-			c = len;
-		src = sge_addr_mr(dev, pd, &sge[i], 0, &sp[k].mr);
-		if (src == NULL)
-			return -EPERM;
-		sp[k].addr = src + off;
-		sp[k].len = c;
-		k++;
-		len -= c;
-		off = 0;
-	}
-	return len ? -EMSGSIZE : (int)k;
-}
-
-/*
- * Walk len bytes at byte offset off of an SGE list, every lkey checked:
- * the first max pieces (address, length) are stored in dst and cnt, and
- * *k says how many. 0, -EPERM (an lkey) or -EMSGSIZE (the list is too
- * short); nothing is written to memory.
- */
-static int
-sge_walk(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, uint64_t off, uint32_t len,
-		uint8_t **dst, uint32_t *cnt, uint32_t max, uint32_t *k)
-{
-	uint32_t i, c;
-	uint8_t *d;
-
-	*k = 0;
-	for (i = 0; i < n && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		c = sge[i].length - (uint32_t)off;
-		if (c > len)
-			c = len;
-		d = sge_addr(dev, pd, &sge[i], IBV_ACCESS_LOCAL_WRITE);
-		if (d == NULL)
-			return -EPERM;
-		if (*k < max) {
-			dst[*k] = d + off;
-			cnt[(*k)++] = c;
-		}
-		len -= c;
-		off = 0;
-	}
-	return len ? -EMSGSIZE : 0;
-}
-
-int
-tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, uint64_t off, uint32_t len)
-{
-	uint32_t k;
-
-	return sge_walk(dev, pd, sge, n, off, len, NULL, NULL, 0, &k);
-}
-
-/*
- * Scatter len bytes into an SGE list at byte offset off. Every piece is
- * resolved and checked before the first byte is written, so that a
- * rejected packet (a bad lkey, a buffer too short) leaves memory as it
- * was: -EPERM or -EMSGSIZE, and nothing copied.
- */
-int
-tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, uint64_t off,
-		const uint8_t *src, uint32_t len)
-{
-	uint8_t *dst[TP_SGE_PIECES];
-	uint32_t cnt[TP_SGE_PIECES];
-	uint32_t i, k;
-	uint8_t *d;
-	int rc;
-
-	if (n == 1) {	/* the common case, without the piece list */
-		if (off > sge->length || len > sge->length - off)
-			return -EMSGSIZE;
-		d = sge_addr(dev, pd, sge, IBV_ACCESS_LOCAL_WRITE);
-		if (d == NULL)
-			return -EPERM;
-		memcpy(d + off, src, len);
-		return 0;
-	}
-	rc = sge_walk(dev, pd, sge, n, off, len, dst, cnt, TP_SGE_PIECES, &k);
-	/* all checked: copy, TP_SGE_PIECES at a time past a long list */
-	while (rc == 0 && len) {
-		for (i = 0; i < k; i++) {
-			memcpy(dst[i], src, cnt[i]);
-			src += cnt[i];
-			off += cnt[i];
-			len -= cnt[i];
-		}
-		if (len)
-			sge_walk(dev, pd, sge, n, off, len, dst, cnt,
-				TP_SGE_PIECES, &k);
-	}
-	return rc;
 }
