@@ -176,7 +176,7 @@ range_drop(struct range *r)
 
 	close(r->fd);
 	seg_free(r->seg);
-	if (r >= gone && r < gone + ngone) {
+	if (ngone != 0 && r >= gone && r < gone + ngone) {
 		i = (uint32_t)(r - gone);
 		memmove(&gone[i], &gone[i + 1], (ngone - i - 1) * sizeof(*gone));
 		ngone--;
