@@ -45,6 +45,8 @@ extern "C" {
 #define DROCE_ATOMIC_WRITE_LEN 8
 #define DROCE_IMMDT_LEN 4
 #define DROCE_IETH_LEN 4
+/** FLUSH extension header (IBTA 1.5): placement type and selectivity. */
+#define DROCE_FETH_LEN 4
 #define DROCE_DETH_LEN 8
 #define DROCE_ICRC_LEN 4
 /** The GRH that a UD receive buffer starts with. */
@@ -65,7 +67,20 @@ enum droce_hdr_mask {
 	DROCE_HDR_IETH = 1u << 5,
 	DROCE_HDR_DETH = 1u << 6,
 	DROCE_HDR_CNP = 1u << 7,	/**< 16 reserved bytes of a CNP */
+	DROCE_HDR_FETH = 1u << 8,	/**< IBTA 1.5 FLUSH: before the RETH */
 };
+
+/** FETH fields (IBTA 1.5 o9-76): placement type in bits 3:0, selectivity
+ *  level in bits 5:4; the rest reserved. */
+#define DROCE_FETH_PLT_MASK 0x0fu
+#define DROCE_FETH_SEL_SHIFT 4
+#define DROCE_FETH_SEL_MASK 0x30u
+/** Placement types (a bit mask) and selectivity levels, as in rdma-core's
+ *  enum ibv_placement_type and enum ibv_selectivity_level. */
+#define DROCE_FLUSH_GLOBAL 1u
+#define DROCE_FLUSH_PERSISTENT 2u
+#define DROCE_FLUSH_RANGE 0u
+#define DROCE_FLUSH_MR 1u
 
 /** What an opcode means (droce_opcode_info.flags). */
 enum droce_op_flag {
@@ -88,6 +103,9 @@ enum droce_op_flag {
 	/** IBTA 1.5 ATOMIC WRITE: RETH and 8 bytes, executed as one 64-bit
 	 *  store and answered like a READ (a zero-length READ response) */
 	DROCE_OPF_ATOMIC_WRITE = 1u << 16,
+	/** IBTA 1.5 FLUSH: FETH and RETH, no payload, answered like an
+	 *  ATOMIC WRITE once the range is visible or persistent */
+	DROCE_OPF_FLUSH = 1u << 17,
 };
 
 /** Transport of an opcode: the top three bits of the BTH opcode. */
@@ -127,6 +145,7 @@ enum droce_opcode {
 	DROCE_OP_RC_FETCH_ADD = 0x14,
 	DROCE_OP_RC_SEND_LAST_INV = 0x16,
 	DROCE_OP_RC_SEND_ONLY_INV = 0x17,
+	DROCE_OP_RC_FLUSH = 0x1c,	/**< IBTA 1.5 */
 	DROCE_OP_RC_ATOMIC_WRITE = 0x1d,	/**< IBTA 1.5 */
 	/* UC: RC's 0x00..0x0b with the UC transport bits */
 	DROCE_OP_UC_SEND_FIRST = 0x20,
@@ -150,7 +169,7 @@ enum droce_opcode {
 struct droce_opcode_info {
 	const char *name;	/**< IBTA name, e.g. "RC_SEND_ONLY" */
 	uint32_t flags;		/**< enum droce_op_flag bits */
-	uint8_t hdrs;		/**< enum droce_hdr_mask bits */
+	uint16_t hdrs;		/**< enum droce_hdr_mask bits */
 	uint8_t valid;
 	uint8_t hdr_len;	/**< BTH + extension headers, bytes */
 	uint8_t off_reth;	/**< offsets from the BTH start, 0 = absent */
@@ -160,6 +179,7 @@ struct droce_opcode_info {
 	uint8_t off_immdt;
 	uint8_t off_ieth;
 	uint8_t off_deth;
+	uint8_t off_feth;
 	uint8_t off_payload;	/**< == hdr_len */
 };
 
@@ -243,6 +263,9 @@ struct droce_pkt {
 	uint64_t atmack_orig;
 	uint32_t imm_data;	/**< network byte order, as ibv_send_wr.imm_data */
 	uint32_t ieth_rkey;
+	/* FETH (FLUSH) */
+	uint8_t feth_plt;	/**< placement type: DROCE_FLUSH_GLOBAL | _PERSISTENT */
+	uint8_t feth_sel;	/**< selectivity: DROCE_FLUSH_RANGE or _MR */
 	uint32_t deth_qkey;
 	uint32_t deth_sqpn;	/**< 24 bits */
 	/* payload (without pad and ICRC) */

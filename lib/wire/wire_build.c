@@ -78,6 +78,10 @@ build_ext(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
 		memcpy(bth + oi->off_immdt, &pkt->imm_data, 4);
 	if (oi->hdrs & DROCE_HDR_IETH)
 		put_be32(bth + oi->off_ieth, pkt->ieth_rkey);
+	if (oi->hdrs & DROCE_HDR_FETH)
+		put_be32(bth + oi->off_feth, (uint32_t)(pkt->feth_plt &
+			DROCE_FETH_PLT_MASK) | ((uint32_t)pkt->feth_sel <<
+			DROCE_FETH_SEL_SHIFT & DROCE_FETH_SEL_MASK));
 	if (oi->hdrs & DROCE_HDR_CNP)
 		memset(bth + DROCE_BTH_LEN, 0, 16);
 }

@@ -5,7 +5,7 @@
 /*
  * The IBTA opcode table (vol.1 table 38, Annex A17 for CNP). One row per
  * opcode drives both the builder and the parser: which extension headers
- * follow the BTH, in IBTA order (DETH, RETH, AtomicETH, AETH, AtomicAckETH,
+ * follow the BTH, in IBTA order (FETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH,
  * ImmDt, IETH), and what the opcode means.
  */
 
@@ -19,9 +19,11 @@
 #define H_IETH	DROCE_HDR_IETH
 #define H_DETH	DROCE_HDR_DETH
 #define H_CNP	DROCE_HDR_CNP
+#define H_FETH	DROCE_HDR_FETH
 
 #define SZ(h, m, n)	(((h) & (m)) ? (n) : 0)
-#define O_DETH(h)	DROCE_BTH_LEN
+#define O_FETH(h)	DROCE_BTH_LEN
+#define O_DETH(h)	(O_FETH(h) + SZ(h, H_FETH, DROCE_FETH_LEN))
 #define O_RETH(h)	(O_DETH(h) + SZ(h, H_DETH, DROCE_DETH_LEN))
 #define O_ATM(h)	(O_RETH(h) + SZ(h, H_RETH, DROCE_RETH_LEN))
 #define O_AETH(h)	(O_ATM(h) + SZ(h, H_ATM, DROCE_ATMETH_LEN))
@@ -43,6 +45,7 @@
 		.off_immdt = OFF(h, H_IMM, O_IMM(h)), \
 		.off_ieth = OFF(h, H_IETH, O_IETH(h)), \
 		.off_deth = OFF(h, H_DETH, O_DETH(h)), \
+		.off_feth = OFF(h, H_FETH, O_FETH(h)), \
 		.off_payload = HLEN(h), \
 	}
 
@@ -112,6 +115,10 @@ const struct droce_opcode_info droce_opcode_info[256] = {
 		REQ | SEND | ONLY | PAY | INV | WACK, H_IETH),
 	/* IBTA 1.5 (rxe >= 6.2): RETH then the 8 bytes to store; neither a
 	 * WRITE nor an atomic to the responder's checks, its own kind */
+	/* IBTA 1.5 (rxe >= 6.2): FETH, then a RETH naming the range (or
+	 * only the MR, by its rkey); no payload */
+	OP(DROCE_OP_RC_FLUSH, "RC_FLUSH",
+		REQ | DROCE_OPF_FLUSH | ONLY | WACK, H_FETH | H_RETH),
 	OP(DROCE_OP_RC_ATOMIC_WRITE, "RC_ATOMIC_WRITE",
 		REQ | DROCE_OPF_ATOMIC_WRITE | ONLY | PAY | WACK, H_RETH),
 	SEND_WRITE_ROWS(DROCE_TRANSPORT_UC, "UC_", 0),

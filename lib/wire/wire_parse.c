@@ -77,6 +77,14 @@ parse_ext(const uint8_t *bth, const struct droce_opcode_info *oi,
 		memcpy(&pkt->imm_data, bth + oi->off_immdt, 4);
 	if (oi->hdrs & DROCE_HDR_IETH)
 		pkt->ieth_rkey = get_be32(bth + oi->off_ieth);
+	if (oi->hdrs & DROCE_HDR_FETH) {
+		uint32_t feth = get_be32(bth + oi->off_feth);
+
+		/* reserved bits are ignored on receipt, as rxe does */
+		pkt->feth_plt = (uint8_t)(feth & DROCE_FETH_PLT_MASK);
+		pkt->feth_sel = (uint8_t)((feth & DROCE_FETH_SEL_MASK) >>
+			DROCE_FETH_SEL_SHIFT);
+	}
 }
 
 /* IP header: sets *ip_end (offset of the UDP header) and *l3_total. */

@@ -79,9 +79,9 @@ def tshark_check(pcap, manifest):
             wop, wname = want
             if op == "" or int(op) != wop:
                 problem = "opcode %s, want %d" % (op, wop)
-            elif wop in (0x81, 0x1D):
+            elif wop in (0x81, 0x1C, 0x1D):
                 # Wireshark 4.0 (Debian 12) names neither CNP nor IBTA
-                # 1.5's ATOMIC WRITE ("Unknown OpCode"): the number is
+                # 1.5's FLUSH and ATOMIC WRITE ("Unknown OpCode"): the number is
                 # checked, and that nothing is malformed.
                 pass
             elif not norm(info).startswith(norm(wname)):

@@ -82,6 +82,9 @@ main(int argc, char **argv)
 				p.payload_len = (oi->flags & DROCE_OPF_END) ?
 					(uint32_t)(1021 + (n % 3)) : 1024;
 			}
+			/* a FLUSH of a range to global visibility */
+			p.feth_plt = DROCE_FLUSH_GLOBAL;
+			p.feth_sel = DROCE_FLUSH_RANGE;
 			if (op == DROCE_OP_RC_ATOMIC_WRITE) {
 				/* one aligned 64-bit word, as a requester
 				 * sends it */

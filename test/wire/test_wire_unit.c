@@ -32,7 +32,7 @@ test_table(void)
 	static const uint8_t must[] = {
 		0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09,
 		0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13,
-		0x14, 0x16, 0x17, 0x1d,
+		0x14, 0x16, 0x17, 0x1c, 0x1d,
 		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29,
 		0x2a, 0x2b, 0x64, 0x65, 0x81,
 	};
@@ -56,6 +56,7 @@ test_table(void)
 		sum += (o->hdrs & DROCE_HDR_IETH) ? DROCE_IETH_LEN : 0;
 		sum += (o->hdrs & DROCE_HDR_DETH) ? DROCE_DETH_LEN : 0;
 		sum += (o->hdrs & DROCE_HDR_CNP) ? 16 : 0;
+		sum += (o->hdrs & DROCE_HDR_FETH) ? DROCE_FETH_LEN : 0;
 		CHECK_EQ(o->hdr_len, sum, o->name);
 		CHECK_EQ(o->off_payload, o->hdr_len, o->name);
 		CHECK(!!(o->flags & DROCE_OPF_IMM) ==
@@ -80,6 +81,16 @@ test_table(void)
 		DROCE_OPF_RWR)) == (DROCE_OPF_ATOMIC_WRITE | DROCE_OPF_PAYLOAD |
 		DROCE_OPF_START | DROCE_OPF_END | DROCE_OPF_WANT_ACK),
 		"ATOMIC_WRITE is its own kind, one packet, acknowledged");
+	/* IBTA 1.5 FLUSH: BTH, FETH, RETH, no payload */
+	CHECK_EQ(droce_opcode_info[0x1c].off_feth, 12, "FLUSH FETH");
+	CHECK_EQ(droce_opcode_info[0x1c].off_reth, 16, "FLUSH RETH");
+	CHECK_EQ(droce_opcode_info[0x1c].hdr_len, 32, "FLUSH length");
+	CHECK((droce_opcode_info[0x1c].flags & (DROCE_OPF_FLUSH |
+		DROCE_OPF_PAYLOAD | DROCE_OPF_START | DROCE_OPF_END |
+		DROCE_OPF_WANT_ACK | DROCE_OPF_WRITE | DROCE_OPF_READ |
+		DROCE_OPF_RWR)) == (DROCE_OPF_FLUSH | DROCE_OPF_START |
+		DROCE_OPF_END | DROCE_OPF_WANT_ACK),
+		"FLUSH is its own kind, one packet without payload, acknowledged");
 }
 
 static void
@@ -254,6 +265,8 @@ fill_pkt(struct droce_pkt *p, uint8_t op, int v6, int vlan, uint32_t plen,
 	p->ieth_rkey = 0xcafe;
 	p->deth_qkey = 0x11111111;
 	p->deth_sqpn = 0x654321;
+	p->feth_plt = DROCE_FLUSH_GLOBAL | DROCE_FLUSH_PERSISTENT;
+	p->feth_sel = DROCE_FLUSH_MR;
 	if (droce_opcode_info[op].flags & DROCE_OPF_PAYLOAD) {
 		p->payload = payload;
 		p->payload_len = plen;
@@ -317,6 +330,9 @@ test_roundtrip(void)
 					b.aeth_syndrome == 0x1f, "aeth");
 			if (oi->hdrs & DROCE_HDR_ATMACK)
 				CHECK_EQ(b.atmack_orig, a.atmack_orig, "atmack");
+			if (oi->hdrs & DROCE_HDR_FETH)
+				CHECK(b.feth_plt == a.feth_plt &&
+					b.feth_sel == a.feth_sel, "feth");
 			if (oi->hdrs & DROCE_HDR_IMMDT)
 				CHECK_EQ(b.imm_data, a.imm_data, "imm");
 			if (oi->hdrs & DROCE_HDR_IETH)
