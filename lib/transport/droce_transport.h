@@ -44,6 +44,17 @@
 extern "C" {
 #endif
 
+/*
+ * IBTA 1.5 FLUSH in rdma-core's terms (>= 45: IBV_WR_FLUSH, IBV_WC_FLUSH,
+ * IBV_QP_EX_WITH_FLUSH, IBV_ACCESS_FLUSH_*), which Debian 12's rdma-core
+ * 44 headers do not name yet; the values are rdma-core's.
+ */
+#define DROCE_WR_FLUSH ((enum ibv_wr_opcode)14)
+#define DROCE_WC_FLUSH ((enum ibv_wc_opcode)8)
+#define DROCE_QP_EX_WITH_FLUSH (1ull << 11)
+#define DROCE_ACCESS_FLUSH_GLOBAL (1u << 8)
+#define DROCE_ACCESS_FLUSH_PERSISTENT (1u << 9)
+
 struct droce_dev;
 struct droce_tp_queue;
 struct droce_pd;
@@ -206,6 +217,10 @@ int droce_pd_dealloc(struct droce_pd *pd);	/**< -EBUSY while in use */
 /**
  * Register memory. access: enum ibv_access_flags. iova is the address the
  * peer uses (== addr normally; 0-based with IBV_ACCESS_ZERO_BASED).
+ * DROCE_ACCESS_FLUSH_PERSISTENT wants the whole range in shared mappings
+ * of files on a filesystem with stable storage (not tmpfs, hugetlbfs,
+ * memfd or SysV: a FLUSH to persistence is msync(MS_SYNC) of the range),
+ * else EINVAL, as rxe refuses such an MR over pages that are not pmem.
  */
 struct droce_mr *droce_mr_reg(struct droce_pd *pd, void *addr, size_t len,
 		uint64_t iova, unsigned int access);
@@ -416,6 +431,12 @@ int droce_ah_destroy(struct droce_ah *ah);
  * ibv_post_send(3): 0, or a positive errno (EINVAL, ENOMEM) with *bad_wr
  * set to the first WR not posted. UD WRs carry droce_ah_to_ibv(ah) in
  * wr.ud.ah, BIND_MW WRs droce_mw_to_ibv() / droce_mr_to_ibv() pointers.
+ * DROCE_WR_FLUSH (RC only; struct ibv_send_wr has no fields of its own
+ * for it, ibv_wr_flush is the verbs' way): wr.atomic.remote_addr and
+ * .rkey, the length in wr.atomic.compare_add (at most 2^31), the placement
+ * type (DROCE_FLUSH_GLOBAL | DROCE_FLUSH_PERSISTENT, at least one) in
+ * bits 7:0 of wr.atomic.swap and the selectivity (DROCE_FLUSH_RANGE or
+ * DROCE_FLUSH_MR) in bits 15:8, no SGEs and no inline data, else EINVAL.
  * IBV_WR_ATOMIC_WRITE (RC only): wr.rdma.remote_addr 8-byte aligned and
  * exactly 8 bytes of SGEs, else EINVAL; with IBV_SEND_INLINE the 8 bytes
  * are copied into the WQE whatever max_inline_data is.
@@ -518,6 +539,8 @@ struct droce_tp_stats {
 	uint64_t dup_rx, out_of_seq_rx;
 	uint64_t acks_tx, acks_rx;
 	uint64_t read_replays, atomic_replays;
+	/** FLUSHes executed; those whose write-back to the file failed */
+	uint64_t flushes, flush_errors;
 	uint64_t cq_overflows;
 	uint64_t tx_zc_pkts;	/**< frames whose payload went by reference */
 };

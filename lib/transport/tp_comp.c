@@ -280,12 +280,12 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 }
 
 /*
- * The answer to an ATOMIC WRITE: a READ response ONLY without payload
- * (IBTA 1.5; rxe's responder sends it, acknowledge()). Like a READ's, it
- * acknowledges everything before the request.
+ * The answer to an ATOMIC WRITE or a FLUSH: a READ response ONLY without
+ * payload (IBTA 1.5; rxe's responder sends it, acknowledge()). Like a
+ * READ's, it acknowledges everything before the request.
  */
 static void
-on_atomic_write_resp(struct droce_qp *qp, const struct droce_pkt *pkt,
+on_empty_resp(struct droce_qp *qp, const struct droce_pkt *pkt,
 		struct tp_swqe *w)
 {
 	uint32_t rw;
@@ -310,9 +310,9 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
 	uint32_t expect, rw;
 
-	if (w != NULL && (w->wr_flags & TP_WRF_ATOMIC_WRITE) &&
+	if (w != NULL && (w->wr_flags & TP_WRF_EMPTY_RESP) &&
 			w->state != TP_WQE_DONE) {
-		on_atomic_write_resp(qp, pkt, w);
+		on_empty_resp(qp, pkt, w);
 		return;
 	}
 	if (w == NULL || !(w->wr_flags & TP_WRF_READ) ||

@@ -203,6 +203,7 @@ enum tp_wr_flag {
 	TP_WRF_RWR = 1u << 6,		/* consumes a receive WR at the peer */
 	TP_WRF_INV = 1u << 7,		/* names an rkey to invalidate */
 	TP_WRF_ATOMIC_WRITE = 1u << 8,	/* IBTA 1.5: RETH + 8 bytes stored */
+	TP_WRF_FLUSH = 1u << 9,		/* IBTA 1.5: FETH + RETH, no payload */
 };
 
 /* READ and atomics: their SGEs receive the answer (never inline) */
@@ -210,7 +211,10 @@ enum tp_wr_flag {
 /* Answered by a response of their own (a later ACK does not complete
  * them) and each holds a READ/atomic credit: IBTA 1.5 counts an ATOMIC
  * WRITE against max_rd_atomic as rxe does (check_init_depth) */
-#define TP_WRF_CREDIT (TP_WRF_RD_ATOMIC | TP_WRF_ATOMIC_WRITE)
+#define TP_WRF_CREDIT (TP_WRF_RD_ATOMIC | TP_WRF_EMPTY_RESP)
+/* IBTA 1.5's one-packet requests answered by a READ response ONLY without
+ * payload (rxe's send_read_response_ack) */
+#define TP_WRF_EMPTY_RESP (TP_WRF_ATOMIC_WRITE | TP_WRF_FLUSH)
 
 /* Where a packet lies in its message: first | last << 1. */
 enum tp_seg {
@@ -251,7 +255,7 @@ tp_wr_opcode(enum ibv_qp_type t, enum ibv_wr_opcode op)
 struct tp_res {
 	int valid;
 	int is_atomic;
-	int is_atomic_write;	/* answered as a zero-length READ */
+	int is_empty_resp;	/* ATOMIC WRITE, FLUSH: a zero-length READ */
 	uint32_t first_psn;
 	uint32_t last_psn;
 	/* READ */
@@ -468,9 +472,22 @@ void tp_queue_del_qp(struct droce_tp_queue *q, struct droce_qp *qp);
 void tp_mcast_rx(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len);
 void tp_mcast_free(struct droce_dev *dev);
 
+/* tp_flush.c */
+/* [addr, addr+len) wholly in shared mappings of files with storage
+ * behind them (what a FLUSH to persistence can reach): 0 or an errno. */
+int tp_range_durable(const void *addr, size_t len);
+/* Write [p, p+len) back to its file (msync MS_SYNC): 0 or -errno. */
+int tp_flush_persist(void *p, uint64_t len);
+
 /* tp_mr.c */
 struct droce_mr *tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd,
 		uint32_t lkey);
+/* What rkey names for qp if it grants access: the MR (or the window's
+ * MR) in *mrp, where its bytes are in this process, its iova and length
+ * (neither range check nor page fault). 0, or -1. */
+int tp_rkey_object(struct droce_qp *qp, uint32_t rkey, unsigned int access,
+		struct droce_mr **mrp, uint8_t **base, uint64_t *iova,
+		uint64_t *len);
 /* Resolve [va, va+len) under rkey with access; NULL if not allowed. */
 uint8_t *tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va,
 		uint64_t len, unsigned int access, struct droce_mr **mrp);

@@ -219,7 +219,9 @@ droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
 			!(access & IBV_ACCESS_LOCAL_WRITE)) ||
 			(len > dev->lim.max_mr_size && !implicit) ||
 			(host == NULL && len != 0 && !implicit) ||
-			(implicit && (local_va != 0 || iova != 0))) {
+			(implicit && (local_va != 0 || iova != 0)) ||
+			((access & DROCE_ACCESS_FLUSH_PERSISTENT) &&
+			(implicit || tp_range_durable(host, len) != 0))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -309,7 +311,9 @@ droce_mr_rereg(struct droce_mr *mr, unsigned int what, struct droce_pd *pd,
 			((access & (IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_ATOMIC)) &&
 			!(access & IBV_ACCESS_LOCAL_WRITE)) ||
-			len > dev->lim.max_mr_size || (host == NULL && len != 0))
+			len > dev->lim.max_mr_size || (host == NULL && len != 0) ||
+			((access & DROCE_ACCESS_FLUSH_PERSISTENT) &&
+			tp_range_durable(host, len) != 0))
 		return -EINVAL;
 	/* the new range pinned as at registration (writable if need be) */
 	if (what & (DROCE_REREG_TRANSLATION | DROCE_REREG_ACCESS)) {
@@ -570,41 +574,50 @@ tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd, uint32_t lkey)
 	return mr->pd == pd ? mr : NULL;
 }
 
-uint8_t *
-tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
-		unsigned int access, struct droce_mr **mrp)
+int
+tp_rkey_object(struct droce_qp *qp, uint32_t rkey, unsigned int access,
+		struct droce_mr **mrp, uint8_t **base, uint64_t *iova,
+		uint64_t *len)
 {
 	struct tp_key *k = key_find(qp->dev, rkey);
-	struct droce_mr *owner;
-	uint8_t *base;
-	uint64_t iova, mlen;
 	unsigned int acc;
 
 	if (k == NULL)
-		return NULL;
+		return -1;
 	if (k->kind == TP_KEY_MR) {
 		struct droce_mr *mr = k->obj;
 
 		if (mr->pd != qp->pd)
-			return NULL;
-		owner = mr;
-		base = mr->base;
-		iova = mr->iova;
-		mlen = mr->len;
+			return -1;
+		*mrp = mr;
+		*base = mr->base;
+		*iova = mr->iova;
+		*len = mr->len;
 		acc = mr->access;
 	} else {
 		struct droce_mw *mw = k->obj;
 
 		if (mw->mr == NULL || mw->pd != qp->pd ||
 				(mw->qp != NULL && mw->qp != qp))
-			return NULL;
-		owner = mw->mr;
-		base = mw->base;
-		iova = mw->iova;
-		mlen = mw->len;
+			return -1;
+		*mrp = mw->mr;
+		*base = mw->base;
+		*iova = mw->iova;
+		*len = mw->len;
 		acc = mw->access;
 	}
-	if ((acc & access) != access)
+	return (acc & access) == access ? 0 : -1;
+}
+
+uint8_t *
+tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+		unsigned int access, struct droce_mr **mrp)
+{
+	struct droce_mr *owner;
+	uint8_t *base;
+	uint64_t iova, mlen;
+
+	if (tp_rkey_object(qp, rkey, access, &owner, &base, &iova, &mlen) != 0)
 		return NULL;
 	/* [va, va+len) inside [iova, iova+mlen), without overflow */
 	if (va < iova || len > mlen || va - iova > mlen - len)

@@ -32,6 +32,19 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 			(wr->num_sge > 0 && wr->sg_list == NULL))
 		return EINVAL;
 	len = wr->num_sge ? tp_sge_total(wr->sg_list, wr->num_sge) : 0;
+	if (wi->flags & TP_WRF_FLUSH) {
+		/* nothing local; the type a mask of the two kinds, the level
+		 * one of two (ibv_wr_flush(3)) */
+		uint64_t plt = wr->wr.atomic.swap & 0xff;
+		uint64_t sel = wr->wr.atomic.swap >> 8;
+
+		if (wr->num_sge || (wr->send_flags & IBV_SEND_INLINE) ||
+				plt == 0 || (plt & ~(uint64_t)(DROCE_FLUSH_GLOBAL |
+				DROCE_FLUSH_PERSISTENT)) || sel > DROCE_FLUSH_MR ||
+				wr->wr.atomic.compare_add > 1ull << 31)
+			return EINVAL;
+		len = wr->wr.atomic.compare_add;
+	}
 	*lenp = len;
 	if (len > qp->dev->lim.max_msg_sz)
 		return EINVAL;
@@ -90,7 +103,8 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 	if (f & (TP_WRF_WRITE | TP_WRF_READ | TP_WRF_ATOMIC_WRITE)) {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
-	} else if (f & TP_WRF_ATOMIC) {
+	} else if (f & (TP_WRF_ATOMIC | TP_WRF_FLUSH)) {
+		/* a FLUSH: length in compare_add, type and level in swap */
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
@@ -100,6 +114,8 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		w->bind = wr->bind_mw.bind_info;
 		w->bind_rkey = wr->bind_mw.rkey;
 	}
+	if (f & TP_WRF_FLUSH)
+		w->length = wr->wr.atomic.compare_add;
 	if (qp->type == IBV_QPT_UD) {
 		w->av = droce_ah_from_ibv(wr->wr.ud.ah)->av;
 		w->remote_qpn = wr->wr.ud.remote_qpn;

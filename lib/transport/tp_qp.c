@@ -196,7 +196,8 @@ qp_chk_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		return -EINVAL;
 	if ((mask & M(ACCESS_FLAGS)) && (a->qp_access_flags &
 			~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			DROCE_ACCESS_FLUSH_GLOBAL | DROCE_ACCESS_FLUSH_PERSISTENT)))
 		return -EINVAL;
 	return 0;
 }

@@ -49,7 +49,7 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 			qp->psn = droce_psn_add(w->first_psn,
 				(uint32_t)(w->read_done / qp->mtu));
 		} else if (w->wr_flags &
-				(TP_WRF_ATOMIC | TP_WRF_ATOMIC_WRITE)) {
+				(TP_WRF_ATOMIC | TP_WRF_EMPTY_RESP)) {
 			qp->cur_off = 0;
 			qp->psn = w->first_psn;
 		} else {
@@ -227,6 +227,16 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		plen = DROCE_ATOMIC_WRITE_LEN;
 		p.ackreq = 1;
 		last = 1;
+	} else if (f & TP_WRF_FLUSH) {
+		/* one packet, no payload: what to flush, and how far */
+		p.opcode = wi->pkt[TP_SEG_ONLY];
+		p.feth_plt = (uint8_t)(w->swap & 0xff);
+		p.feth_sel = (uint8_t)(w->swap >> 8);
+		p.reth_va = w->remote_addr;
+		p.reth_rkey = w->rkey;
+		p.reth_len = (uint32_t)w->length;
+		p.ackreq = 1;
+		last = 1;
 	} else {	/* atomic */
 		p.opcode = wi->pkt[TP_SEG_ONLY];
 		p.atm_va = w->remote_addr;
@@ -259,7 +269,7 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		w->first_psn = qp->psn;
 		/* a READ takes a PSN per response; an atomic and a UD
 		 * message take one */
-		w->npsn = (f & (TP_WRF_ATOMIC | TP_WRF_ATOMIC_WRITE)) ||
+		w->npsn = (f & (TP_WRF_ATOMIC | TP_WRF_EMPTY_RESP)) ||
 			(qp->type == IBV_QPT_UD && !(f & TP_WRF_READ)) ?
 			1 : tp_msg_npsn(qp, w->length);
 		w->state = TP_WQE_SENDING;

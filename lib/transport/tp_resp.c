@@ -479,7 +479,7 @@ exec_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt)
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
 	qp->msn = droce_psn_add(qp->msn, 1);
 	r = res_alloc(qp);
-	r->is_atomic_write = 1;
+	r->is_empty_resp = 1;
 	r->first_psn = r->last_psn = r->cur_psn = pkt->psn;
 	r->len = 0;
 	r->msn = qp->msn;
@@ -488,8 +488,73 @@ exec_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt)
 	return 0;
 }
 
-/* A duplicate READ, atomic or ATOMIC WRITE: replay from the resources,
- * or drop. */
+/*
+ * IBTA 1.5 FLUSH at the expected PSN (rxe's process_flush). What this QP
+ * placed before it is in memory already: one responder, in PSN order. A
+ * placement type the QP's access flags do not allow is an Invalid Request
+ * (rxe's check_qp_attr_access), one the MR's (or window's) do not, or a
+ * range outside it, a Remote Access error. Global visibility is a fence;
+ * persistence writes the range (or the whole MR) back to its file before
+ * the answer leaves (tp_flush_persist). It takes a responder resource
+ * and is answered like an ATOMIC WRITE; a duplicate is answered again
+ * from the resource and not flushed again.
+ */
+static int
+exec_flush(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	unsigned int plt = pkt->feth_plt, need = 0;
+	uint64_t va = pkt->reth_va, len = pkt->reth_len, iova, mlen;
+	struct droce_mr *mr;
+	struct tp_res *r;
+	uint8_t *base;
+
+	if (plt & DROCE_FLUSH_GLOBAL)
+		need |= DROCE_ACCESS_FLUSH_GLOBAL;
+	if (plt & DROCE_FLUSH_PERSISTENT)
+		need |= DROCE_ACCESS_FLUSH_PERSISTENT;
+	if (qp->max_dest_rd_atomic == 0 || need == 0 ||
+			(plt & ~(DROCE_FLUSH_GLOBAL | DROCE_FLUSH_PERSISTENT)) ||
+			pkt->feth_sel > DROCE_FLUSH_MR ||
+			(qp->access & need) != need) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
+		return -1;
+	}
+	if (tp_rkey_object(qp, pkt->reth_rkey, need, &mr, &base, &iova,
+			&mlen) != 0) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
+		return -1;
+	}
+	/* the whole MR (or window): the RETH's VA and length mean nothing */
+	if (pkt->feth_sel == DROCE_FLUSH_MR) {
+		va = iova;
+		len = mlen;
+	} else if (va < iova || len > mlen || va - iova > mlen - len) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
+		return -1;
+	}
+	/* no page faulted in: only what was written needs writing back */
+	if ((plt & DROCE_FLUSH_PERSISTENT) &&
+			tp_flush_persist(base + (va - iova), len) != 0) {
+		qp->st.flush_errors++;
+		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
+		return -1;
+	}
+	/* visible to whoever reads after the answer (rxe: wmb()) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	qp->st.flushes++;
+	qp->msn = droce_psn_add(qp->msn, 1);
+	r = res_alloc(qp);
+	r->is_empty_resp = 1;
+	r->first_psn = r->last_psn = r->cur_psn = pkt->psn;
+	r->len = 0;
+	r->msn = qp->msn;
+	tp_res_set_pending(qp, r);
+	qp->epsn = droce_psn_add(pkt->psn, 1);
+	return 0;
+}
+
+/* A duplicate READ, atomic, ATOMIC WRITE or FLUSH: replay from the
+ * resources, or drop. */
 static void
 replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
@@ -501,9 +566,10 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 
 		if (!r->valid)
 			continue;
-		if (f & DROCE_OPF_ATOMIC_WRITE) {
-			/* the same empty response again, nothing stored */
-			if (r->is_atomic_write && r->first_psn == pkt->psn) {
+		if (f & (DROCE_OPF_ATOMIC_WRITE | DROCE_OPF_FLUSH)) {
+			/* the same empty response again, nothing stored
+			 * or flushed */
+			if (r->is_empty_resp && r->first_psn == pkt->psn) {
 				r->cur_psn = r->first_psn;
 				r->sent = 0;
 				tp_res_set_pending(qp, r);
@@ -522,7 +588,7 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			}
 			continue;
 		}
-		if (r->is_atomic || r->is_atomic_write)
+		if (r->is_atomic || r->is_empty_resp)
 			continue;
 		d = droce_psn_diff(pkt->psn, r->first_psn);
 		if (d < 0 || droce_psn_diff(r->last_psn, pkt->psn) < 0)
@@ -578,7 +644,8 @@ length_ok(const struct droce_qp *qp, const struct droce_pkt *pkt,
 		return pkt->payload_len == qp->mtu;
 	if (!(f & DROCE_OPF_START) && pkt->payload_len == 0)
 		return 0;
-	if ((f & (DROCE_OPF_READ | DROCE_OPF_WRITE)) && (f & DROCE_OPF_START) &&
+	if ((f & (DROCE_OPF_READ | DROCE_OPF_WRITE | DROCE_OPF_FLUSH)) &&
+			(f & DROCE_OPF_START) &&
 			pkt->reth_len > (1u << 31))
 		return 0;
 	return 1;
@@ -652,7 +719,7 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	if (d < 0) {
 		qp->st.dup_rx++;
 		if (f & (DROCE_OPF_READ | DROCE_OPF_ATOMIC |
-				DROCE_OPF_ATOMIC_WRITE))
+				DROCE_OPF_ATOMIC_WRITE | DROCE_OPF_FLUSH))
 			replay(qp, pkt, f);
 		else
 			queue_ack(qp, droce_psn_add(qp->epsn, DROCE_PSN_MASK),
@@ -676,6 +743,10 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	}
 	if (f & DROCE_OPF_ATOMIC_WRITE) {
 		exec_atomic_write(qp, pkt);
+		return;
+	}
+	if (f & DROCE_OPF_FLUSH) {
+		exec_flush(qp, pkt);
 		return;
 	}
 	if (((f & DROCE_OPF_SEND) ? exec_send(qp, pkt, f) :

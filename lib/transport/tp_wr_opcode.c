@@ -7,7 +7,7 @@
  * it (ibv_post_send(3)), its completion opcode, its packets' BTH opcodes
  * and what kind of request it is. Posting, the requester and the completer
  * look facts up here instead of switching on the opcode, so a new opcode
- * (XRC's, FLUSH) is one row. The packet opcodes are RC's:
+ * (XRC's) is one row. The packet opcodes are RC's:
  * UC and UD add their transport (IBTA 9.2, table 38).
  */
 
@@ -17,7 +17,7 @@
 
 /* a send WQE keeps its opcode in a byte and the flags in 16 bits */
 static_assert(TP_WR_OPCODE_NUM <= 256, "WR opcode does not fit a byte");
-static_assert(TP_WRF_ATOMIC_WRITE < 1u << 16, "WR flags do not fit 16 bits");
+static_assert(TP_WRF_FLUSH < 1u << 16, "WR flags do not fit 16 bits");
 
 #define QPT(t)	(1u << IBV_QPT_##t)
 #define PKT(first, middle, last, only) { \
@@ -113,7 +113,16 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 		.flags = TP_WRF_ATOMIC_WRITE,
 		.pkt = PKT1(ATOMIC_WRITE),
 	},
-	/* TSO, DRIVER1, FLUSH: no QP type takes them yet */
+	[DROCE_WR_FLUSH] = {
+		/* IBTA 1.5: RC only; a range or a whole MR made visible or
+		 * persistent, no local data (droce_qp_post_send's fields) */
+		.qp_types = QPT(RC),
+		.send_op = DROCE_QP_EX_WITH_FLUSH,
+		.wc_opcode = DROCE_WC_FLUSH,
+		.flags = TP_WRF_FLUSH,
+		.pkt = PKT1(FLUSH),
+	},
+	/* TSO, DRIVER1: no QP type takes them yet */
 };
 
 uint64_t

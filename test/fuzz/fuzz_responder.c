@@ -73,6 +73,7 @@ connect_pair(int t)
 	o.mtu = IBV_MTU_256;
 	o.max_dest_rd_atomic = 4;
 	o.max_rd_atomic = 4;
+	o.access |= DROCE_ACCESS_FLUSH_GLOBAL;
 	if (t == 1)
 		o.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
 	if (fl_connect(&L, req[t], resp[t], &o) != 0)
@@ -119,7 +120,8 @@ setup(void)
 	rmem = mem + MR_LEN;
 	mr = droce_mr_reg(L.end[1].pd, mem, MR_LEN, (uintptr_t)mem,
 		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		DROCE_ACCESS_FLUSH_GLOBAL);
 	rmr = droce_mr_reg(L.end[1].pd, rmem, NRECV * RBUF_LEN,
 		(uintptr_t)rmem, IBV_ACCESS_LOCAL_WRITE);
 	if (cq[0] == NULL || cq[1] == NULL || mr == NULL || rmr == NULL)
@@ -163,7 +165,7 @@ static const uint8_t rc_ops[] = {
 	DROCE_OP_RC_WRITE_ONLY_IMM, DROCE_OP_RC_READ_REQ,
 	DROCE_OP_RC_CMP_SWAP, DROCE_OP_RC_FETCH_ADD,
 	DROCE_OP_RC_SEND_LAST_INV, DROCE_OP_RC_SEND_ONLY_INV,
-	DROCE_OP_RC_ATOMIC_WRITE,
+	DROCE_OP_RC_ATOMIC_WRITE, DROCE_OP_RC_FLUSH,
 };
 
 /* Decode one packet for QP type t from the input, build it into f. */
@@ -219,6 +221,10 @@ decode(struct in *in, int t, uint8_t *f, uint32_t cap, int *raw)
 		p.reth_va &= ~(uint64_t)7;
 		plen = 8;
 	}
+	/* FLUSH: mostly a global one of a range or the MR; the input's
+	 * FETH otherwise, reserved values too */
+	p.feth_plt = (ctl >> 8) & 4 ? (ctl >> 4) & 0xf : DROCE_FLUSH_GLOBAL;
+	p.feth_sel = (ctl >> 8) & 4 ? (ctl >> 2) & 3 : (ctl >> 9) & 1;
 	for (i = 0; i < plen; i++)
 		payload[i] = (uint8_t)(i ^ ctl);
 	p.payload = payload;

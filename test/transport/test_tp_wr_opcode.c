@@ -51,7 +51,8 @@ check_packet(unsigned int op, const struct tp_wr_opcode_info *wi,
 		!(wi->flags & TP_WRF_ATOMIC) ==
 			!(oi->flags & DROCE_OPF_ATOMIC) &&
 		!(wi->flags & TP_WRF_ATOMIC_WRITE) ==
-			!(oi->flags & DROCE_OPF_ATOMIC_WRITE),
+			!(oi->flags & DROCE_OPF_ATOMIC_WRITE) &&
+		!(wi->flags & TP_WRF_FLUSH) == !(oi->flags & DROCE_OPF_FLUSH),
 		"WR %u: %s of another kind", op, oi->name);
 	if (seg_place[seg] & DROCE_OPF_END)
 		CHECK(!(wi->flags & TP_WRF_RWR) == !(oi->flags & DROCE_OPF_RWR),
@@ -63,7 +64,8 @@ check_row(unsigned int op)
 {
 	const struct tp_wr_opcode_info *wi = &tp_wr_opcode_info[op];
 	const unsigned int kinds = TP_WRF_SEND | TP_WRF_WRITE | TP_WRF_READ |
-		TP_WRF_ATOMIC | TP_WRF_LOCAL | TP_WRF_ATOMIC_WRITE;
+		TP_WRF_ATOMIC | TP_WRF_LOCAL | TP_WRF_ATOMIC_WRITE |
+		TP_WRF_FLUSH;
 	unsigned int t, seg, k = wi->flags & kinds;
 
 	if (wi->qp_types == 0)
@@ -102,7 +104,8 @@ main(void)
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_RC), uc |
 		IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |
-		IBV_QP_EX_WITH_ATOMIC_WRITE, "RC builders");
+		IBV_QP_EX_WITH_ATOMIC_WRITE | DROCE_QP_EX_WITH_FLUSH,
+		"RC builders");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_UC), uc, "UC builders");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_UD), IBV_QP_EX_WITH_SEND |
 		IBV_QP_EX_WITH_SEND_WITH_IMM, "UD builders");
@@ -116,5 +119,10 @@ main(void)
 		tp_wr_opcode(IBV_QPT_UC, IBV_WR_ATOMIC_WRITE) == NULL &&
 		tp_wr_opcode(IBV_QPT_UD, IBV_WR_ATOMIC_WRITE) == NULL,
 		"ATOMIC_WRITE on RC only");
+	CHECK(tp_wr_opcode(IBV_QPT_RC, DROCE_WR_FLUSH) != NULL &&
+		tp_wr_opcode(IBV_QPT_UC, DROCE_WR_FLUSH) == NULL &&
+		tp_wr_opcode(IBV_QPT_UD, DROCE_WR_FLUSH) == NULL &&
+		tp_wr_opcode_info[DROCE_WR_FLUSH].wc_opcode == DROCE_WC_FLUSH,
+		"FLUSH on RC only, completing as IBV_WC_FLUSH");
 	return check_report("transport_wr_opcode_table");
 }
