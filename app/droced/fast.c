@@ -195,7 +195,9 @@ swqe_to_wr(struct dd_qp *qp, const struct droce_chan_swqe *w, uint32_t slot,
 		wr->wr.ud.remote_qpn = w->remote_qpn;
 		wr->wr.ud.remote_qkey = w->remote_qkey;
 	} else if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-			wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+			wr->opcode == DROCE_WR_FLUSH) {
+		/* a FLUSH's length, type and level ride in these too */
 		wr->wr.atomic.remote_addr = w->remote_addr;
 		wr->wr.atomic.compare_add = w->compare_add;
 		wr->wr.atomic.swap = w->swap;

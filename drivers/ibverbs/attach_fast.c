@@ -35,6 +35,7 @@ static const uint64_t op_flag[] = {
 	[IBV_WR_SEND_WITH_INV] = IBV_QP_EX_WITH_SEND_WITH_INV,
 	[IBV_WR_BIND_MW] = IBV_QP_EX_WITH_BIND_MW,
 	[IBV_WR_ATOMIC_WRITE] = IBV_QP_EX_WITH_ATOMIC_WRITE,
+	[DROCE_WR_FLUSH] = DROCE_QP_EX_WITH_FLUSH,
 };
 
 /* An ATOMIC WRITE's word goes inline whatever max_inline_data is: the
@@ -85,6 +86,16 @@ check_send(const struct dv_qp *qp, const struct ibv_send_wr *wr)
 	if (f == IBV_QP_EX_WITH_ATOMIC_WRITE &&
 			((wr->wr.rdma.remote_addr & 7) || len != 8))
 		return EINVAL;
+	/* FLUSH, in wr.atomic as the transport takes it: nothing local, a
+	 * placement type (or both), a level, a 32-bit length */
+	if (f == DROCE_QP_EX_WITH_FLUSH &&
+			(wr->num_sge || (wr->send_flags & IBV_SEND_INLINE) ||
+			(wr->wr.atomic.swap & 0xff) == 0 ||
+			(wr->wr.atomic.swap & 0xff) > (DROCE_FLUSH_GLOBAL |
+			DROCE_FLUSH_PERSISTENT) ||
+			(wr->wr.atomic.swap >> 8) > DROCE_FLUSH_MR ||
+			wr->wr.atomic.compare_add > 1ull << 31))
+		return EINVAL;
 	if (wr->opcode == IBV_WR_BIND_MW && (wr->bind_mw.mw == NULL ||
 			wr->bind_mw.mw->context != qp->ex.qp_base.context ||
 			(wr->bind_mw.bind_info.mr == NULL &&
@@ -126,7 +137,7 @@ write_swqe(const struct dv_qp *qp, uint8_t *slot, const struct ibv_send_wr *wr)
 		w->ah = ((const struct da_ah *)wr->wr.ud.ah)->handle;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
-	} else if (f & ATOMIC_OPS) {
+	} else if (f & (ATOMIC_OPS | DROCE_QP_EX_WITH_FLUSH)) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;

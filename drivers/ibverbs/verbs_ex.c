@@ -29,6 +29,11 @@
  * IBV_WR_ATOMIC_WRITE, in process and attached.
  */
 #define DV_DEVICE_ATOMIC_WRITE (1ULL << 40)
+/* IB_UVERBS_DEVICE_FLUSH_GLOBAL and _PERSISTENT, likewise (>= 6.2):
+ * FLUSH on RC QPs; persistence only in process, where an MR may lie over
+ * a file (doc/verbs.md, "FLUSH") */
+#define DV_DEVICE_FLUSH_GLOBAL (1ULL << 38)
+#define DV_DEVICE_FLUSH_PERSISTENT (1ULL << 39)
 
 static struct ibv_send_wr *
 wr_new(struct dv_qp *qp, enum ibv_wr_opcode op, uint64_t need)
@@ -212,6 +217,26 @@ wr_atomic_write(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr,
 	w->sg_list[0].lkey = 0;
 	w->num_sge = 1;
 	w->send_flags |= IBV_SEND_INLINE;
+}
+
+/*
+ * ibv_wr_flush(3) (rdma-core >= 45): the transport takes a FLUSH in
+ * wr.atomic's fields (droce_transport.h), and so does droced's ring. A
+ * type or level it does not know fails at wr_complete (EINVAL).
+ */
+static void
+wr_flush(struct ibv_qp_ex *q, uint32_t rkey, uint64_t raddr, size_t len,
+		uint8_t type, uint8_t level)
+{
+	struct ibv_send_wr *w = wr_new(QPX(q), DROCE_WR_FLUSH,
+		DROCE_QP_EX_WITH_FLUSH);
+
+	if (w == NULL)
+		return;
+	w->wr.atomic.rkey = rkey;
+	w->wr.atomic.remote_addr = raddr;
+	w->wr.atomic.compare_add = len;
+	w->wr.atomic.swap = (uint64_t)type | (uint64_t)level << 8;
 }
 
 static void
@@ -399,6 +424,7 @@ dv_qp_ex_setup(struct dv_qp *qp, uint64_t send_ops)
 	qp->ex.wr_complete = wr_complete;
 	qp->ex.wr_abort = wr_abort;
 	qp->ex.wr_atomic_write = wr_atomic_write;
+	qp->wr_flush = wr_flush;
 	return 0;
 }
 
@@ -544,8 +570,10 @@ dv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input
 	/* the 64-bit flags include the 32 of ibv_device_attr, as the
 	 * kernel's extended query reports them */
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags |
-		DV_DEVICE_ATOMIC_WRITE;
+		DV_DEVICE_ATOMIC_WRITE | DV_DEVICE_FLUSH_GLOBAL;
 	if (!da_attached(c)) {
+		/* an MR over a shared file mapping: msync */
+		a.device_cap_flags_ex |= DV_DEVICE_FLUSH_PERSISTENT;
 		/* nothing is pinned: every MR may be on demand, the whole
 		 * address space too (implicit), for every operation */
 		a.odp_caps.general_caps = IBV_ODP_SUPPORT |

@@ -121,6 +121,12 @@ struct dv_srq {
 
 struct dv_qp {
 	struct ibv_qp_ex ex;		/* begins with struct ibv_qp */
+	/* rdma-core >= 45 appends wr_flush to struct ibv_qp_ex (Debian
+	 * 12's 44 ends before it): where programs built against newer
+	 * headers look for it */
+	void (*wr_flush)(struct ibv_qp_ex *qp, uint32_t rkey,
+			uint64_t remote_addr, size_t len, uint8_t type,
+			uint8_t level);
 	struct droce_qp *tqp;
 	struct dv_context *ctx;
 	uint32_t q;
@@ -140,6 +146,9 @@ struct dv_qp {
 	uint32_t ud_max_len;		/* UD: one packet */
 	struct da_wq sq, rq;
 };
+
+_Static_assert(offsetof(struct dv_qp, wr_flush) == sizeof(struct ibv_qp_ex),
+	"wr_flush is not where rdma-core >= 45 puts it");
 
 static inline struct dv_context *
 dv_ctx(struct ibv_context *c)

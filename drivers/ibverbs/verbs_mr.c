@@ -22,7 +22,8 @@
 #define DV_ACCESS_SUPPORTED (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | \
 	IBV_ACCESS_ZERO_BASED | IBV_ACCESS_RELAXED_ORDERING | \
-	IBV_ACCESS_ON_DEMAND)
+	IBV_ACCESS_ON_DEMAND | DROCE_ACCESS_FLUSH_GLOBAL | \
+	DROCE_ACCESS_FLUSH_PERSISTENT)
 
 static struct ibv_mr *
 reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
@@ -33,7 +34,7 @@ reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
 	if (access & ~(unsigned int)DV_ACCESS_SUPPORTED) {
-		/* huge-page hints, flush: not droce's */
+		/* huge-page hints: not droce's */
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -42,6 +43,12 @@ reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 		 * it: no on-demand paging attached (doc/daemon.md) */
 		if (access & IBV_ACCESS_ON_DEMAND) {
 			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		/* nor anything with storage behind it: the pages move
+		 * onto a memfd, so no FLUSH can make them persistent */
+		if (access & DROCE_ACCESS_FLUSH_PERSISTENT) {
+			errno = EINVAL;
 			return NULL;
 		}
 		return da_reg_mr(ibpd, addr, length, iova,
