@@ -162,6 +162,8 @@ droce_conf_load(struct droce_conf *c)
 	}
 	v = droce_conf_get("DROCE_MTU");
 	c->mtu = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 1500;
+	v = droce_conf_get("DROCE_RXE_FLUSH_ICRC");
+	c->rxe_flush_icrc = v != NULL && strcmp(v, "1") == 0;
 }
 
 static void
@@ -218,6 +220,7 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 		memcpy(pc->ipv6, c->ipv6, 16);
 	pc->mtu = c->mtu;
 	pc->tx_zc_min = c->zc_min;
+	pc->rxe_flush_icrc = (uint8_t)c->rxe_flush_icrc;
 	pc->name = c->name;
 	fault_parse(c->fault, &pc->fault_rx, 1);
 	fault_parse(c->fault_tx, &pc->fault_tx, 2);

@@ -99,6 +99,9 @@ static const struct ck_key ck_keys[] = {
 		"auto|off|BYTES",
 		"send payloads of at least BYTES from the MR itself (auto: "
 		"512 on devices that DMA, off on virtual ones)" },
+	{ "DROCE_RXE_FLUSH_ICRC", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
+		"FLUSHes leave with Linux rxe's ICRC, which rxe (kernel >= "
+		"6.2) takes, not the spec's, which it drops (0)" },
 	{ "DROCE_NO_HUGE", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
 		"no hugepages: EAL --no-huge -m 512 (0)" },
 	/* the verbs drop-in */

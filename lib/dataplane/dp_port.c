@@ -297,6 +297,7 @@ dev_create(struct droce_port *p)
 		dc.gids[2].valid = 1;
 	}
 	dc.seed = rte_get_tsc_cycles() ^ (uint64_t)getpid() << 32;
+	dc.rxe_flush_icrc = p->conf.rxe_flush_icrc;
 	p->dev = droce_dev_create(&dc);
 	if (p->dev == NULL)
 		return -1;

@@ -49,7 +49,7 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 	U(nak_acc_tx); U(nak_acc_rx); U(nak_op_tx); U(nak_op_rx);
 	U(rnr_nak_tx); U(rnr_nak_rx); U(dup_rx); U(out_of_seq_rx);
 	U(acks_tx); U(acks_rx); U(read_replays); U(atomic_replays);
-	U(flushes); U(flush_errors);
+	U(flushes); U(flush_errors); U(flush_rxe_icrc);
 	U(cq_overflows); U(tx_zc_pkts);
 #undef U
 	for (i = 1; i < DROCE_WIRE_ERR_COUNT; i++)

@@ -82,6 +82,12 @@ struct droce_port_conf {
 	 */
 	uint32_t tx_zc_min;
 	/**
+	 * FLUSHes leave with Linux rxe's ICRC (droce_icrc_rxe_flush), which
+	 * kernel 6.2 and later accept, instead of the spec's, which they drop.
+	 * Received FLUSHes are taken with either.
+	 */
+	uint8_t rxe_flush_icrc;
+	/**
 	 * IPv4 header checksum offload on transmit, where the PMD has it
 	 * (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) and droce configured the port.
 	 * DROCE_OFFLOAD_AUTO (0): on devices that DMA, where the NIC fills

@@ -58,6 +58,7 @@ struct droce_conf {
 	uint8_t mac[6];
 	uint8_t ipv6[16];
 	int has_ipv6;
+	int rxe_flush_icrc;	/**< DROCE_RXE_FLUSH_ICRC */
 };
 
 /** The value of key: the environment, else DROCE_CONF's file, else NULL.

@@ -109,6 +109,9 @@ struct droce_dev_conf {
 	struct droce_gid_entry gids[DROCE_MAX_GIDS]; /**< 0: link-local, 1: IPv4-mapped */
 	struct droce_dev_limits limits;	/**< zeroed: defaults */
 	uint64_t seed;			/**< for initial PSNs and keys */
+	/** FLUSHes leave with Linux rxe's ICRC, not the spec's
+	 *  (droce_icrc_rxe_flush): rxe drops the others */
+	uint8_t rxe_flush_icrc;
 };
 
 /** Creates a device. NULL and errno on failure. */
@@ -539,8 +542,9 @@ struct droce_tp_stats {
 	uint64_t dup_rx, out_of_seq_rx;
 	uint64_t acks_tx, acks_rx;
 	uint64_t read_replays, atomic_replays;
-	/** FLUSHes executed; those whose write-back to the file failed */
-	uint64_t flushes, flush_errors;
+	/** FLUSHes executed; those whose write-back to the file failed;
+	 *  those that came with Linux rxe's ICRC */
+	uint64_t flushes, flush_errors, flush_rxe_icrc;
 	uint64_t cq_overflows;
 	uint64_t tx_zc_pkts;	/**< frames whose payload went by reference */
 };

@@ -260,9 +260,15 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	if (rc < 0)
 		return -1;
 	if (rc == 0) {
+		uint32_t flen;
+
 		if (gather(qp, w, off, buf + hlen, plen) != 0)
 			return -1;
-		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
+		flen = tp_finish(&p, buf, (uint32_t)hlen);
+		/* Linux rxe drops a FLUSH with the spec's ICRC */
+		if ((f & TP_WRF_FLUSH) && qp->dev->conf.rxe_flush_icrc)
+			droce_wire_set_icrc_rxe_flush(buf, flen);
+		tp_tx_done(qp, b, flen);
 	}
 
 	if (w->state == TP_WQE_POSTED) {

@@ -542,6 +542,7 @@ exec_flush(struct droce_qp *qp, const struct droce_pkt *pkt)
 	/* visible to whoever reads after the answer (rxe: wmb()) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	qp->st.flushes++;
+	qp->st.flush_rxe_icrc += pkt->icrc_rxe_flush;
 	qp->msn = droce_psn_add(qp->msn, 1);
 	r = res_alloc(qp);
 	r->is_empty_resp = 1;

@@ -272,6 +272,9 @@ struct droce_pkt {
 	const uint8_t *payload;
 	uint32_t payload_len;
 	uint32_t icrc;		/**< parser: as found on the wire */
+	/** parser: a FLUSH whose ICRC is Linux rxe's, not the spec's
+	 *  (droce_icrc_rxe_flush) */
+	uint8_t icrc_rxe_flush;
 	/* offsets into the frame, filled by the parser */
 	uint16_t l3_off;
 	uint16_t bth_off;
@@ -447,6 +450,23 @@ droce_icrc_final(uint32_t state)
  * bytes from there up to (not including) the ICRC.
  */
 uint32_t droce_icrc(const uint8_t *l3, uint32_t len);
+
+/**
+ * The ICRC Linux rxe (kernel 6.2 and later) puts on a FLUSH: its opcode
+ * table gives FLUSH no payload offset, so after the masked headers its
+ * CRC runs over the BTH, FETH and RETH a second time, as they are. Two
+ * rxe accept each other's FLUSHes, nobody else does. The parser accepts a
+ * FLUSH with either ICRC (pkt->icrc_rxe_flush says which); a sender that
+ * talks to rxe stores this one instead (DROCE_RXE_FLUSH_ICRC). Arguments
+ * as droce_icrc().
+ */
+uint32_t droce_icrc_rxe_flush(const uint8_t *l3, uint32_t len);
+
+/**
+ * Rewrite the ICRC of a whole FLUSH frame (Ethernet to ICRC, len bytes, as
+ * droce_wire_build or _finish left it) the way Linux rxe computes it.
+ */
+void droce_wire_set_icrc_rxe_flush(uint8_t *frame, uint32_t len);
 
 /* ---- PSN arithmetic (24 bits) ---- */
 

@@ -322,3 +322,18 @@ droce_wire_build(const struct droce_pkt *pkt, uint8_t *buf, uint32_t cap)
 		udp_csum_fill(buf);
 	return (int)total;
 }
+
+void
+droce_wire_set_icrc_rxe_flush(uint8_t *frame, uint32_t len)
+{
+	uint32_t l3 = DROCE_ETH_HLEN, crc;
+
+	/* an 802.1Q tag before the ethertype */
+	if (frame[12] == 0x81 && frame[13] == 0x00)
+		l3 += DROCE_VLAN_HLEN;
+	crc = droce_icrc_rxe_flush(frame + l3, len - DROCE_ICRC_LEN - l3);
+	frame[len - 4] = (uint8_t)crc;
+	frame[len - 3] = (uint8_t)(crc >> 8);
+	frame[len - 2] = (uint8_t)(crc >> 16);
+	frame[len - 1] = (uint8_t)(crc >> 24);
+}

@@ -565,6 +565,20 @@ droce_icrc_hdr(const uint8_t *l3, uint32_t hdr_len_from_l3)
 }
 
 uint32_t
+droce_icrc_rxe_flush(const uint8_t *l3, uint32_t len)
+{
+	uint32_t iplen = (l3[0] >> 4) == 6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN;
+	uint32_t bth = iplen + DROCE_UDP_HLEN;
+	uint32_t st;
+
+	if (len < bth)
+		return 0;
+	st = droce_icrc_hdr(l3, len);
+	st = droce_crc32_update(st, l3 + bth, len - bth);
+	return droce_icrc_final(st);
+}
+
+uint32_t
 droce_icrc(const uint8_t *l3, uint32_t len)
 {
 	uint32_t iplen = (l3[0] >> 4) == 6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN;

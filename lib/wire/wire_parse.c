@@ -248,9 +248,16 @@ droce_wire_parse(const uint8_t *f, uint32_t len,
 
 	pkt->icrc = (uint32_t)f[end - 4] | (uint32_t)f[end - 3] << 8 |
 		(uint32_t)f[end - 2] << 16 | (uint32_t)f[end - 1] << 24;
+	pkt->icrc_rxe_flush = 0;
 	if (!opts->skip_icrc &&
-			droce_icrc(f + l3, end - 4 - l3) != pkt->icrc)
-		return DROCE_WIRE_EICRC;
+			droce_icrc(f + l3, end - 4 - l3) != pkt->icrc) {
+		/* Linux rxe's FLUSH: accepted, marked */
+		if (pkt->opcode != DROCE_OP_RC_FLUSH ||
+				droce_icrc_rxe_flush(f + l3, end - 4 - l3) !=
+				pkt->icrc)
+			return DROCE_WIRE_EICRC;
+		pkt->icrc_rxe_flush = 1;
+	}
 	if (opts->verify_udp_csum && pkt->udp_csum != 0 &&
 			csum_fold(csum_add(udp_pseudo_sum(f + l3, udp_len), udp,
 				udp_len)) != 0)

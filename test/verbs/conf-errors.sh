@@ -60,6 +60,7 @@ refused "${base[@]}" DROCE_FAULT=20000,10000 -- '^droce: DROCE_FAULT=20000,10000
 refused "${base[@]}" DROCE_FAULT_TX=2000000,0,0,0 -- '^droce: DROCE_FAULT_TX=2000000,0,0,0: want drop'
 refused "${base[@]}" DROCE_ZERO_COPY=on -- '^droce: DROCE_ZERO_COPY=on: want auto, off or a number'
 refused "${base[@]}" DROCE_NO_HUGE=yes -- '^droce: DROCE_NO_HUGE=yes: want 0 or 1'
+refused "${base[@]}" DROCE_RXE_FLUSH_ICRC=2 -- '^droce: DROCE_RXE_FLUSH_ICRC=2: want 0 or 1'
 refused "${base[@]}" DROCE_POLL=sometimes -- '^droce: DROCE_POLL=sometimes: want busy or idle'
 # attached: refused before the daemon is asked (none listens there)
 refused DROCE_DAEMON="$w/none.sock" DROCE_MTU=abc -- '^droce: DROCE_MTU=abc: want a number'

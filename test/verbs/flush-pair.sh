@@ -47,7 +47,7 @@ if [ $crash -eq 0 ]; then
 		--expect 'WRITE \+ FLUSH pairs completed' \
 		--expect 'refused at ibv_wr_complete, nothing posted: selectivity 2' \
 		--expect 'FLUSH to an MR without flush access: remote access error' \
-		-- "$work/flush_pair" -g 1 "$@"
+		-- "$work/flush_pair" -g 1 -D "$@"
 fi
 
 # the crash: the server is killed, so verbs-pair.sh's "both exit 0" does
@@ -56,7 +56,7 @@ sock="$work/memif.sock"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 timeout -k 5 240 "$run" DROCE_MTU=1500 \
 	"DROCE_DEVARGS=net_memif0,role=server,socket=$sock" DROCE_IPV4=10.9.0.1 \
-	"$work/flush_pair" -g 1 -p "$port" -f "$work/mr.file" "$@" \
+	"$work/flush_pair" -g 1 -D -p "$port" -f "$work/mr.file" "$@" \
 	> "$work/server.log" 2>&1 &
 srv_pid=$!
 for _ in $(seq 1 200); do
@@ -66,7 +66,7 @@ for _ in $(seq 1 200); do
 done
 timeout -k 5 240 "$run" DROCE_MTU=1500 \
 	"DROCE_DEVARGS=net_memif0,role=client,socket=$sock" DROCE_IPV4=10.9.0.2 \
-	"$work/flush_pair" -g 1 -p "$port" -k "$@" 127.0.0.1 \
+	"$work/flush_pair" -g 1 -D -p "$port" -k "$@" 127.0.0.1 \
 	> "$work/client.log" 2>&1
 crc=$?
 wait "$srv_pid"; src=$?

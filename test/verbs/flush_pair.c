@@ -7,15 +7,17 @@
  * >= 45's headers (Debian 12's 44 has no ibv_wr_flush: test/verbs/
  * flush-pair.sh unpacks Debian 13's libibverbs-dev for it), run as
  * ibv_rc_pingpong is: [-d DEV] [-g GIDX] [-p PORT] [-n CHUNKS] [-f FILE]
- * [-k] [SERVER].
+ * [-k] [-D] [SERVER].
  *
  * The server's buffer is FILE mapped shared (-f) and registered for
  * FLUSH to persistence and to global visibility (global only when the
  * device refuses persistence with EINVAL and does not advertise it), or
- * anonymous memory for global visibility. The client checks the posting
- * rules of ibv_wr_flush (a QP without IBV_QP_EX_WITH_FLUSH, a type or a
+ * anonymous memory for global visibility (-D: persistence over it must
+ * be refused with EINVAL, as droce does). With -D the client checks the
+ * posting rules of ibv_wr_flush (a QP without IBV_QP_EX_WITH_FLUSH, a type or a
  * level that does not exist: EINVAL at ibv_wr_complete and nothing of
- * the batch posted; a UD QP cannot ask for it), then writes CHUNKS chunks
+ * the batch posted; a UD QP cannot ask for it: rdma-core's providers
+ * leave a builder the QP did not ask for NULL, droce fails it), then writes CHUNKS chunks
  * of 8 KiB each followed by a FLUSH of the chunk or of the whole MR, in
  * one ibv_wr_* batch, and checks each completion (IBV_WC_RDMA_WRITE then
  * IBV_WC_FLUSH). Then a FLUSH to an MR without flush access, which must
@@ -56,7 +58,7 @@ struct info {
 };
 
 static const char *dev_name, *file;
-static int gidx = 1, chunks = 32, kill_server;
+static int gidx = 1, chunks = 32, kill_server, droce_rules;
 static const char *port = "18515";
 
 #define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); \
@@ -265,6 +267,8 @@ client(struct ibv_context *c, struct ibv_pd *pd, struct ibv_cq *cq,
 	if (mr == NULL)
 		FAIL("reg_mr");
 
+	if (!droce_rules)
+		goto data;
 	/* posting rules */
 	q2 = make_qp(c, pd, cq, IBV_QPT_RC, IBV_QP_EX_WITH_RDMA_WRITE);
 	if (q2 == NULL)
@@ -282,6 +286,7 @@ client(struct ibv_context *c, struct ibv_pd *pd, struct ibv_cq *cq,
 	bad_batch(qx, cq, mr, peer, 0, IBV_FLUSH_RANGE, "placement type 0");
 	bad_batch(qx, cq, mr, peer, 4, IBV_FLUSH_RANGE, "placement type 4");
 	bad_batch(qx, cq, mr, peer, IBV_FLUSH_GLOBAL, 2, "selectivity 2");
+data:
 
 	for (i = 0; i < chunks; i++) {
 		uint8_t type = !peer->persist ? IBV_FLUSH_GLOBAL : i % 2 ?
@@ -385,7 +390,7 @@ main(int argc, char **argv)
 		IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 	const char *srv;
 
-	while ((opt = getopt(argc, argv, "d:g:p:n:f:k")) != -1) {
+	while ((opt = getopt(argc, argv, "d:g:p:n:f:kD")) != -1) {
 		switch (opt) {
 		case 'd': dev_name = optarg; break;
 		case 'g': gidx = atoi(optarg); break;
@@ -393,6 +398,7 @@ main(int argc, char **argv)
 		case 'n': chunks = atoi(optarg); break;
 		case 'f': file = optarg; break;
 		case 'k': kill_server = 1; break;
+		case 'D': droce_rules = 1; break;
 		default: return 2;
 		}
 	}
@@ -433,8 +439,8 @@ main(int argc, char **argv)
 		buf = mmap(NULL, BUF, PROT_READ | PROT_WRITE, MAP_PRIVATE |
 			MAP_ANONYMOUS, -1, 0);
 		/* anonymous memory has no storage: persistence refused */
-		if (srv == NULL && (ibv_reg_mr(pd, buf, BUF, base |
-				flush_acc) != NULL || errno != EINVAL))
+		if (srv == NULL && droce_rules && (ibv_reg_mr(pd, buf, BUF,
+				base | flush_acc) != NULL || errno != EINVAL))
 			FAIL("persistence over anonymous memory: want EINVAL");
 	}
 	if (mr == NULL)

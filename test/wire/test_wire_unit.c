@@ -434,6 +434,67 @@ test_tmpl(void)
 		"tmpl bad opcode");
 }
 
+/*
+ * Linux rxe's FLUSH ICRC (kernel 6.12, captured from its requester): the
+ * headers a second time after the masked ones. The parser takes it for a
+ * FLUSH only, marked; droce_wire_set_icrc_rxe_flush writes it.
+ */
+static void
+test_rxe_flush_icrc(void)
+{
+	static const uint8_t rxe[78] = {
+		0x02, 0xd0, 0xce, 0x4e, 0x18, 0x03, 0x52, 0x54, 0x00, 0x4e,
+		0x18, 0x02, 0x08, 0x00, 0x45, 0x00, 0x00, 0x40, 0xfa, 0xc9,
+		0x40, 0x00, 0x40, 0x11, 0xfb, 0x42, 0x0a, 0x4e, 0x18, 0x02,
+		0x0a, 0x4e, 0x18, 0x03, 0xc1, 0x21, 0x12, 0xb7, 0x00, 0x2c,
+		0x00, 0x00, 0x1c, 0x00, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11,
+		0x80, 0x73, 0x1a, 0x14, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00,
+		0x7f, 0x33, 0x6a, 0xeb, 0x70, 0x00, 0x00, 0x00, 0x02, 0x01,
+		0x00, 0x00, 0x20, 0x00, 0x6a, 0x26, 0x4a, 0xbe,
+	};
+	uint8_t f[sizeof(rxe)], buf[256];
+	struct droce_pkt p;
+	int len, rc, v6, vlan;
+
+	memset(&p, 0, sizeof(p));
+	CHECK_EQ(droce_wire_parse(rxe, sizeof(rxe), NULL, &p), 0,
+		"rxe's FLUSH parses");
+	CHECK_EQ(p.icrc_rxe_flush, 1, "marked as rxe's ICRC");
+	CHECK(p.feth_plt == DROCE_FLUSH_GLOBAL && p.feth_sel ==
+		DROCE_FLUSH_RANGE && p.reth_len == 8192 && p.reth_rkey == 0x201,
+		"rxe's FETH and RETH");
+	/* re-encoded: the spec's ICRC, then rxe's again */
+	len = droce_wire_build(&p, f, sizeof(f));
+	CHECK_EQ(len, (int)sizeof(rxe), "re-encoded length");
+	CHECK(memcmp(f, rxe, sizeof(rxe) - 4) == 0 &&
+		memcmp(f + 74, rxe + 74, 4) != 0, "the spec's ICRC differs");
+	memset(&p, 0, sizeof(p));
+	CHECK_EQ(droce_wire_parse(f, sizeof(f), NULL, &p), 0, "spec's parses");
+	CHECK_EQ(p.icrc_rxe_flush, 0, "not marked");
+	droce_wire_set_icrc_rxe_flush(f, sizeof(f));
+	CHECK(memcmp(f, rxe, sizeof(rxe)) == 0, "rxe's ICRC rewritten exactly");
+	/* another byte changed: neither ICRC matches */
+	f[60] ^= 1;
+	CHECK_EQ(droce_wire_parse(f, sizeof(f), NULL, &p), DROCE_WIRE_EICRC,
+		"a damaged rxe FLUSH");
+	/* only a FLUSH may carry it: an ATOMIC WRITE with that ICRC kind */
+	for (v6 = 0; v6 < 2; v6++)
+	for (vlan = 0; vlan < 2; vlan++) {
+		fill_pkt(&p, DROCE_OP_RC_FLUSH, v6, vlan, 0, NULL);
+		len = droce_wire_build(&p, buf, sizeof(buf));
+		droce_wire_set_icrc_rxe_flush(buf, (uint32_t)len);
+		memset(&p, 0, sizeof(p));
+		rc = droce_wire_parse(buf, (uint32_t)len, NULL, &p);
+		CHECK(rc == 0 && p.icrc_rxe_flush, "v6 %d vlan %d: rxe's taken",
+			v6, vlan);
+		fill_pkt(&p, DROCE_OP_RC_READ_REQ, v6, vlan, 0, NULL);
+		len = droce_wire_build(&p, buf, sizeof(buf));
+		droce_wire_set_icrc_rxe_flush(buf, (uint32_t)len);
+		CHECK_EQ(droce_wire_parse(buf, (uint32_t)len, NULL, &p),
+			DROCE_WIRE_EICRC, "a READ with that ICRC: refused");
+	}
+}
+
 int
 main(void)
 {
@@ -443,5 +504,6 @@ main(void)
 	test_crc();
 	test_roundtrip();
 	test_tmpl();
+	test_rxe_flush_icrc();
 	return check_report("test_wire_unit");
 }
