@@ -360,6 +360,65 @@ test_mw_inv(void)
 	pair_free(&p);
 }
 
+/* LOCAL_INV of a type 2 window at the responder, by its own QP: the
+ * window's rkey stops working for the peer. */
+static void
+test_mw_local_inv(void)
+{
+	struct pair p;
+	struct tbuf sb, wb;
+	struct droce_mw *mw;
+	struct ibv_sge s;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	pair_make(&p, IBV_QPT_RC);
+	tbuf_init(&sb, L.end[0].pd, 256, ACC_ALL);
+	tbuf_init(&wb, L.end[1].pd, 4096, ACC_ALL | IBV_ACCESS_MW_BIND);
+	mw = droce_mw_alloc(L.end[1].pd, IBV_MW_TYPE_2);
+	CHECK(mw != NULL, "mw alloc");
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_BIND_MW;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.bind_mw.mw = droce_mw_to_ibv(mw);
+	rkey = (droce_mw_rkey(mw) & ~0xffu) | 0x33;
+	wr.bind_mw.rkey = rkey;
+	wr.bind_mw.bind_info.mr = droce_mr_to_ibv(wb.mr);
+	wr.bind_mw.bind_info.addr = (uint64_t)(uintptr_t)wb.p;
+	wr.bind_mw.bind_info.length = 2048;
+	wr.bind_mw.bind_info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CHECK_EQ(post(p.qp[1], &wr), 0, "post bind");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), 0, "bind wc");
+	pattern(sb.p, 256, 5);
+	s = sge_of(&sb, 0, 256);
+	rdma_wr(&wr, &s, IBV_WR_RDMA_WRITE, 0, wb.p, rkey);
+	CHECK_EQ(post(p.qp[0], &wr), 0, "write via mw");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write wc");
+	CHECK(wc.status == IBV_WC_SUCCESS && pattern_ok(wb.p, 256, 5),
+		"a WRITE through the window");
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 9;
+	wr.opcode = IBV_WR_LOCAL_INV;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.invalidate_rkey = rkey;
+	CHECK_EQ(post(p.qp[1], &wr), 0, "post local inv");
+	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), 0, "local inv wc");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV &&
+		wc.wr_id == 9, "LOCAL_INV completes: status %d opcode %d",
+		wc.status, wc.opcode);
+	pattern(sb.p, 256, 6);
+	rdma_wr(&wr, &s, IBV_WR_RDMA_WRITE, 0, wb.p, rkey);
+	CHECK_EQ(post(p.qp[0], &wr), 0, "write after local inv");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "write wc 2");
+	CHECK_EQ(wc.status, IBV_WC_REM_ACCESS_ERR, "the rkey is dead");
+	CHECK(pattern_ok(wb.p, 256, 5), "nothing placed after LOCAL_INV");
+	droce_mw_dealloc(mw);
+	tbuf_fini(&sb);
+	tbuf_fini(&wb);
+	pair_free(&p);
+}
+
 /* Type 1 window: bound with droce_mw_bind1 (ibv_bind_mw), used, unbound. */
 static void
 test_mw_type1(void)
@@ -638,6 +697,7 @@ main(int argc, char **argv)
 	test_send(IBV_QPT_UD, 100, 1, 1);
 	test_atomics();
 	test_mw_inv();
+	test_mw_local_inv();
 	test_mw_type1();
 	test_dereg_mid_message();
 	test_fair_turns();
