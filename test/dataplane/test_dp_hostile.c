@@ -136,7 +136,8 @@ qp_connect(void)
 	a.qp_state = IBV_QPS_INIT;
 	a.port_num = 1;
 	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		DROCE_ACCESS_FLUSH_GLOBAL | DROCE_ACCESS_FLUSH_PERSISTENT;
 	CHECK_EQ(droce_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 		IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, NULL), 0, "to INIT");
 	memset(&a, 0, sizeof(a));
@@ -646,6 +647,77 @@ cases_atomic_write(void)
 		NULL);
 }
 
+static void
+flush_pkt(struct droce_pkt *p, uint64_t off, uint32_t dma_len, uint8_t plt,
+		uint8_t sel)
+{
+	write_pkt(p, DROCE_OP_RC_FLUSH, off, dma_len, NULL, 0);
+	p->feth_plt = plt;
+	p->feth_sel = sel;
+}
+
+/*
+ * IBTA 1.5 FLUSH from a hostile peer (the MR takes global visibility,
+ * not persistence): a FLUSH of a range and one of the whole MR answered
+ * with an empty READ response, a duplicate answered again; persistence,
+ * no placement type, a selectivity level that does not exist: Invalid
+ * Request or Remote Access as IBTA and rxe say; a bad R_Key and a range
+ * past the MR: Remote Access. Memory never changes.
+ */
+static void
+cases_flush(void)
+{
+	const char *what = "valid FLUSH of a range";
+	struct droce_pkt p;
+	uint8_t f[256];
+	uint32_t len;
+
+	qp_connect();
+	snapshot();
+	flush_pkt(&p, 128, 512, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_RANGE);
+	len = (uint32_t)build(&p, f, sizeof(f));
+	inject(f, len);
+	expect_empty_read_resp(what, epsn);
+	expect_state(what, IBV_QPS_RTS);
+	expect_unchanged(what);
+	what = "duplicate FLUSH";
+	inject(f, len);
+	expect_empty_read_resp(what, epsn);
+	expect_state(what, IBV_QPS_RTS);
+	epsn = droce_psn_add(epsn, 1);
+	what = "FLUSH of the whole MR, the RETH's range past it";
+	flush_pkt(&p, MR_LEN * 4, 1u << 30, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_MR);
+	len = (uint32_t)build(&p, f, sizeof(f));
+	inject(f, len);
+	expect_empty_read_resp(what, epsn);
+	expect_state(what, IBV_QPS_RTS);
+	expect_unchanged(what);
+
+	qp_connect();
+	snapshot();
+	flush_pkt(&p, 0, 64, DROCE_FLUSH_PERSISTENT, DROCE_FLUSH_RANGE);
+	case_nak("FLUSH to persistence of a global-only MR", &p,
+		DROCE_AETH_NAK_REM_ACC, NULL);
+	qp_connect();
+	snapshot();
+	flush_pkt(&p, 0, 64, 0, DROCE_FLUSH_RANGE);
+	case_nak("FLUSH without a placement type", &p, DROCE_AETH_NAK_INV_REQ,
+		NULL);
+	qp_connect();
+	snapshot();
+	flush_pkt(&p, 0, 64, DROCE_FLUSH_GLOBAL, 3);
+	case_nak("FLUSH of selectivity 3", &p, DROCE_AETH_NAK_INV_REQ, NULL);
+	qp_connect();
+	snapshot();
+	flush_pkt(&p, 0, 64, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_RANGE);
+	p.reth_rkey ^= 0x100;
+	case_nak("FLUSH with a bad R_Key", &p, DROCE_AETH_NAK_REM_ACC, NULL);
+	qp_connect();
+	snapshot();
+	flush_pkt(&p, MR_LEN - 32, 64, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_RANGE);
+	case_nak("FLUSH past the MR's end", &p, DROCE_AETH_NAK_REM_ACC, NULL);
+}
+
 #define ST(field) (offsetof(struct droce_tp_stats, field) / sizeof(uint64_t))
 
 int
@@ -701,7 +773,8 @@ main(int argc, char **argv)
 	memset(rmem, 0xcc, sizeof(rshadow));
 	mr = droce_mr_reg(pd, mem, MR_LEN, (uintptr_t)mem,
 		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		DROCE_ACCESS_FLUSH_GLOBAL);
 	rmr = droce_mr_reg(pd, rmem, sizeof(rshadow), (uintptr_t)rmem,
 		IBV_ACCESS_LOCAL_WRITE);
 	cq = droce_cq_create(dev, 0, 64);
@@ -729,6 +802,7 @@ main(int argc, char **argv)
 	case_send_middle_pad();
 	cases_classes();
 	cases_atomic_write();
+	cases_flush();
 
 	droce_qp_destroy(qp);
 	droce_cq_destroy(cq);
