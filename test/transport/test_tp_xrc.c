@@ -10,7 +10,8 @@
  * on that SRQ's CQ with the XRC_RECV QP's number; WRITE, WRITE with
  * immediate, READ and both atomics, with memory checked under the SRQ's
  * PD; the wire (XRC opcodes, the XRCETH on every request and on none of
- * the responses); posting rules (EINVAL and bad_wr); the NAKs for an SRQ
+ * the responses; with a path argument those frames are written there,
+ * for tshark and Scapy: test-xrc-pcap.sh); posting rules (EINVAL and bad_wr); the NAKs for an SRQ
  * that does not exist, one of another XRC domain, and an rkey of another
  * PD than the SRQ's; the objects' lifetimes; and a lossy mix.
  */
@@ -25,6 +26,7 @@
 } while (0)
 
 static struct fakelink L;
+static const char *cap_path;	/* argv[1]: test_rdma's frames as a pcap */
 
 /* side 0: XRC_SEND qp; side 1: XRC_RECV tgt, SRQs a (domain x) and b
  * (domain y), all completing on rcq */
@@ -391,6 +393,8 @@ test_rdma(void)
 
 	xpair_make(&p);
 	xpair_connect(&p);
+	if (cap_path != NULL)
+		CHECK_EQF(fl_capture(&L, cap_path, 1, 1000), 0, "capture");
 	srqn = droce_srq_num(p.a);
 	memset(&wire, 0, sizeof(wire));
 	wire.srqn = srqn;
@@ -714,8 +718,9 @@ test_lossy(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	cap_path = argc > 1 ? argv[1] : NULL;
 	test_states();
 	test_send();
 	test_rdma();
