@@ -16,8 +16,8 @@ static int
 transport_matches(const struct droce_qp *qp, uint8_t opcode)
 {
 	switch (opcode & DROCE_TRANSPORT_MASK) {
-	case DROCE_TRANSPORT_RC:
-		return qp->type == IBV_QPT_RC;
+	case DROCE_TRANSPORT_RC:	/* an XRC QP is RC to the transport */
+		return qp->type == IBV_QPT_RC && !qp->xrc;
 	case DROCE_TRANSPORT_UC:
 		return qp->type == IBV_QPT_UC;
 	case DROCE_TRANSPORT_UD:

@@ -610,6 +610,87 @@ test_refusals(void)
 		DROCE_AETH_NAK_REM_ACC);
 }
 
+/* A frame from side 0 to qpn with opcode op (and an XRCETH naming
+ * srqn where op has one), handed to side 'to' directly. */
+static void
+inject(int to, uint32_t qpn, uint8_t op, uint32_t srqn, uint32_t psn)
+{
+	static uint8_t payload[64], f[512];
+	struct fl_end *a = &L.end[!to], *b = &L.end[to];
+	const uint8_t *fp = f;
+	struct droce_pkt pk;
+	uint32_t len;
+	int n;
+
+	memset(&pk, 0, sizeof(pk));
+	memcpy(pk.dst_mac, b->mac, 6);
+	memcpy(pk.src_mac, a->mac, 6);
+	pk.ip_ver = 4;
+	pk.ttl = 64;
+	droce_gid_from_ipv4(pk.sgid, a->ip);
+	droce_gid_from_ipv4(pk.dgid, b->ip);
+	pk.udp_sport = 0xc000;
+	pk.udp_dport = DROCE_ROCE_UDP_PORT;
+	pk.pkey = 0xffff;
+	pk.opcode = op;
+	pk.dqpn = qpn;
+	pk.psn = psn;
+	pk.ackreq = 1;
+	pk.xrceth_srqn = srqn;
+	pk.aeth_syndrome = DROCE_AETH_ACK_NOCREDIT;
+	memset(payload, 0x77, sizeof(payload));
+	if (droce_opcode_info[op].flags & DROCE_OPF_PAYLOAD) {
+		pk.payload = payload;
+		pk.payload_len = sizeof(payload);
+	}
+	n = droce_wire_build(&pk, f, sizeof(f));
+	CHECK(n > 0, "build opcode %#x", op);
+	len = (uint32_t)n;
+	droce_tp_rx_burst(L.end[to].q, &fp, &len, 1, L.now);
+}
+
+/* Frames of the wrong transport or direction reach neither half. */
+static void
+test_wrong_frames(void)
+{
+	struct xpair p;
+	struct droce_tp_stats q0, q1, st;
+	struct ibv_wc wc;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr init;
+	uint32_t srqn;
+
+	xpair_make(&p);
+	xpair_connect(&p);
+	srqn = droce_srq_num(p.a);
+	srq_post(&p, p.a, 0, 256, 1);
+	droce_tp_queue_stats(L.end[1].q, &q1);
+	droce_tp_queue_stats(L.end[0].q, &q0);
+	droce_qp_query(p.tgt, &a, 0, &init);
+	/* RC's SEND to the XRC_RECV QP at its expected PSN: no XRCETH */
+	inject(1, droce_qp_num(p.tgt), DROCE_OP_RC_SEND_ONLY, 0, a.rq_psn);
+	/* an XRC response to the XRC_RECV QP */
+	inject(1, droce_qp_num(p.tgt), DROCE_OP_XRC_ACK, 0, a.rq_psn);
+	/* an XRC request to the XRC_SEND QP */
+	droce_qp_query(p.ini, &a, 0, &init);
+	inject(0, droce_qp_num(p.ini), DROCE_OP_XRC_SEND_ONLY, srqn, a.rq_psn);
+	/* RC's ACK to the XRC_SEND QP */
+	inject(0, droce_qp_num(p.ini), DROCE_OP_RC_ACK, 0, a.sq_psn);
+	droce_tp_queue_stats(L.end[1].q, &st);
+	CHECK_EQF(st.rx_drop_noqp - q1.rx_drop_noqp, 2,
+		"RC request and XRC response to XRC_RECV dropped, counted");
+	droce_tp_queue_stats(L.end[0].q, &st);
+	CHECK_EQF(st.rx_drop_noqp - q0.rx_drop_noqp, 2,
+		"XRC request and RC ACK to XRC_SEND dropped, counted");
+	fl_run_idle(&L, 10000000);
+	CHECK_EQF(droce_cq_poll(p.rcq, &wc, 1), 0, "nothing received");
+	CHECK_EQF(droce_cq_poll(p.scq, &wc, 1), 0, "nothing completed");
+	CHECK_EQF(droce_qp_state(p.ini), IBV_QPS_RTS, "XRC_SEND RTS");
+	CHECK_EQF(droce_qp_state(p.tgt), IBV_QPS_RTS, "XRC_RECV RTS");
+	CHECK_EQF(p.rb.p[0], 0, "no byte placed");
+	xpair_free(&p);
+}
+
 /* What holds what: EBUSY until the users are gone. */
 static void
 test_lifetimes(void)
@@ -726,6 +807,7 @@ main(int argc, char **argv)
 	test_rdma();
 	test_posting();
 	test_refusals();
+	test_wrong_frames();
 	test_lifetimes();
 	test_lossy();
 	fl_fini(&L);
