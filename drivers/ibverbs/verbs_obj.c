@@ -302,7 +302,6 @@ ibv_destroy_srq(struct ibv_srq *ibsrq)
 	return 0;
 }
 
-
 /* ---- queue pairs ---- */
 
 /*
