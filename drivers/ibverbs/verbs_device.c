@@ -210,7 +210,8 @@ ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 	a->max_qp_wr = (int)lim.max_qp_wr;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
 		IBV_DEVICE_MEM_WINDOW |
-		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS;
+		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |
+		IBV_DEVICE_XRC;	/* in process only (doc/verbs.md) */
 	a->max_sge = (int)lim.max_sge;
 	a->max_sge_rd = (int)lim.max_sge;
 	a->max_cq = (int)lim.max_cq;
@@ -328,6 +329,9 @@ ibv_open_device(struct ibv_device *device)
 	v->create_qp_ex = dv_create_qp_ex;
 	v->create_srq_ex = dv_create_srq_ex;
 	v->get_srq_num = dv_get_srq_num;
+	v->open_xrcd = dv_open_xrcd;
+	v->close_xrcd = dv_close_xrcd;
+	v->open_qp = dv_open_qp;
 	v->context.device = device;
 	v->context.cmd_fd = -1;
 	v->context.num_comp_vectors = 1;

@@ -252,11 +252,21 @@ wr_set_ud_addr(struct ibv_qp_ex *q, struct ibv_ah *ah, uint32_t qpn,
 	w->wr.ud.remote_qkey = qkey;
 }
 
+/* XRC_SEND only; the transport refuses a WR left without it (EINVAL at
+ * ibv_wr_complete) */
 static void
 wr_set_xrc_srqn(struct ibv_qp_ex *q, uint32_t srqn)
 {
-	(void)srqn;
-	QPX(q)->wr_err = QPX(q)->wr_err ? QPX(q)->wr_err : EINVAL; /* no XRC */
+	struct dv_qp *qp = QPX(q);
+	struct ibv_send_wr *w;
+
+	if (qp->ex.qp_base.qp_type != IBV_QPT_XRC_SEND) {
+		qp->wr_err = qp->wr_err ? qp->wr_err : EINVAL;
+		return;
+	}
+	w = wr_last(qp);
+	if (w != NULL)
+		w->qp_type.xrc.remote_srqn = srqn;
 }
 
 static void

@@ -32,6 +32,8 @@
 
 struct da_dev;
 struct da_ctx;
+struct dv_xrcd_sh;
+struct dv_xrc_tgt;
 
 struct dv_device {
 	struct ibv_device ibdev;
@@ -46,6 +48,10 @@ struct dv_device {
 	uint32_t nb_queues;
 	uint32_t next_queue;
 	int users;		/* contexts using the port */
+	/* XRC (verbs_xrc.c): the domains opened, by inode, and the XRC_RECV
+	 * QPs, for ibv_open_qp; under lock */
+	struct dv_xrcd_sh *xrcds;
+	struct dv_xrc_tgt *xrc_tgts;
 	/* attached to droced (attach_ctl.c): its socket and what HELLO
 	 * said; NULL in process */
 	struct da_dev *att;
@@ -145,6 +151,8 @@ struct dv_qp {
 	uint64_t type_ops;		/* droce_qp_type_send_ops */
 	uint32_t ud_max_len;		/* UD: one packet */
 	struct da_wq sq, rq;
+	/* an XRC_RECV QP's handle: the QP its handles share */
+	struct dv_xrc_tgt *tgt;
 };
 
 _Static_assert(offsetof(struct dv_qp, wr_flush) == sizeof(struct ibv_qp_ex),
@@ -198,7 +206,19 @@ struct ibv_qp *dv_create_qp_ex(struct ibv_context *c,
 		struct ibv_qp_init_attr_ex *attr);
 struct ibv_srq *dv_create_srq_ex(struct ibv_context *c,
 		struct ibv_srq_init_attr_ex *attr);
+
+/* verbs_xrc.c: XRC domains, SRQs and QPs (in process) */
 int dv_get_srq_num(struct ibv_srq *srq, uint32_t *num);
+struct ibv_xrcd *dv_open_xrcd(struct ibv_context *c,
+		struct ibv_xrcd_init_attr *attr);
+int dv_close_xrcd(struct ibv_xrcd *xrcd);
+struct ibv_srq *dv_create_srq_xrc(struct dv_context *ctx,
+		struct ibv_srq_init_attr_ex *attr);
+struct ibv_qp *dv_create_qp_xrc(struct dv_context *ctx,
+		struct ibv_qp_init_attr_ex *attr);
+struct ibv_qp *dv_open_qp(struct ibv_context *c,
+		struct ibv_qp_open_attr *attr);
+int dv_destroy_qp_xrc(struct dv_qp *qp);
 
 /* verbs_ex.c: struct ibv_qp_ex and struct ibv_cq_ex */
 int dv_qp_ex_setup(struct dv_qp *qp, uint64_t send_ops);

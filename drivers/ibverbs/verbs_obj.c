@@ -193,7 +193,7 @@ dv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
 	struct ibv_srq_init_attr ia;
 	struct dv_srq *srq;
 	uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
-		IBV_SRQ_INIT_ATTR_CQ;
+		IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_XRCD;
 
 	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || attr->pd == NULL ||
 			(attr->comp_mask & ~known)) {
@@ -201,8 +201,11 @@ dv_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *attr)
 		return NULL;
 	}
 	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+			attr->srq_type == IBV_SRQT_XRC)
+		return dv_create_srq_xrc(ctx, attr);
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
 			attr->srq_type != IBV_SRQT_BASIC) {
-		errno = EOPNOTSUPP;	/* XRC and tag matching */
+		errno = EOPNOTSUPP;	/* tag matching */
 		return NULL;
 	}
 	if (ctx->att != NULL)
@@ -299,14 +302,6 @@ ibv_destroy_srq(struct ibv_srq *ibsrq)
 	return 0;
 }
 
-int
-dv_get_srq_num(struct ibv_srq *srq, uint32_t *num)
-{
-	(void)srq;
-	(void)num;
-	return EOPNOTSUPP;	/* SRQ numbers exist for XRC only */
-}
-
 /* ---- queue pairs ---- */
 
 /*
@@ -371,9 +366,18 @@ create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
 	struct dv_srq *srq = NULL;
 	struct ibv_qp_init_attr ia;
 	struct dv_qp *qp;
+	/* XRC_SEND: a send CQ, no receive side (verbs_xrc.c) */
+	int xrc = attr->qp_type == IBV_QPT_XRC_SEND;
 
+	if (attr->qp_type == IBV_QPT_XRC_RECV && !gsi)
+		return dv_create_qp_xrc(ctx, attr);
+	if (xrc && ctx->att != NULL) {
+		errno = EOPNOTSUPP;	/* not through droced (doc/verbs.md) */
+		return NULL;
+	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL ||
-			attr->send_cq == NULL || attr->recv_cq == NULL) {
+			attr->send_cq == NULL ||
+			(attr->recv_cq == NULL && !xrc)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -383,13 +387,13 @@ create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
 		return NULL;
 	}
 	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-			attr->qp_type != IBV_QPT_UD) {
+			attr->qp_type != IBV_QPT_UD && !xrc) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
 	scq = dv_cq(attr->send_cq);
-	rcq = dv_cq(attr->recv_cq);
-	if (attr->srq != NULL)
+	rcq = xrc ? scq : dv_cq(attr->recv_cq);
+	if (attr->srq != NULL && !xrc)
 		srq = dv_srq(attr->srq);
 	if (scq->ctx != ctx || rcq->ctx != ctx || attr->pd->context != context) {
 		errno = EINVAL;
@@ -416,7 +420,7 @@ create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
 	droce_port_lock(ctx->dev->port, scq->q);
 	qp->tqp = gsi ? droce_qp_create_gsi(dv_pd(attr->pd)->tpd, &ia,
 		scq->tcq, rcq->tcq) : droce_qp_create(dv_pd(attr->pd)->tpd, &ia,
-		scq->tcq, rcq->tcq, srq ? srq->tsrq : NULL);
+		scq->tcq, xrc ? NULL : rcq->tcq, srq ? srq->tsrq : NULL);
 	droce_port_unlock(ctx->dev->port, scq->q);
 	if (qp->tqp == NULL) {
 		free(qp);
@@ -430,8 +434,8 @@ create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
 	qp->ex.qp_base.qp_context = attr->qp_context;
 	qp->ex.qp_base.pd = attr->pd;
 	qp->ex.qp_base.send_cq = attr->send_cq;
-	qp->ex.qp_base.recv_cq = attr->recv_cq;
-	qp->ex.qp_base.srq = attr->srq;
+	qp->ex.qp_base.recv_cq = xrc ? NULL : attr->recv_cq;
+	qp->ex.qp_base.srq = xrc ? NULL : attr->srq;
 	qp->ex.qp_base.qp_num = droce_qp_num(qp->tqp);
 	qp->ex.qp_base.handle = qp->ex.qp_base.qp_num;
 	qp->ex.qp_base.state = IBV_QPS_RESET;
@@ -620,6 +624,8 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	if (qp->ctx->att != NULL)
 		return da_destroy_qp(qp);
+	if (qp->tgt != NULL)
+		return dv_destroy_qp_xrc(qp);
 	droce_port_lock(port, qp->q);
 	rc = droce_qp_destroy(qp->tqp);
 	droce_port_unlock(port, qp->q);

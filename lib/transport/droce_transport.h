@@ -62,6 +62,7 @@ struct droce_mr;
 struct droce_mw;
 struct droce_cq;
 struct droce_srq;
+struct droce_xrcd;
 struct droce_qp;
 struct droce_ah;
 
@@ -331,13 +332,41 @@ int droce_srq_query(struct droce_srq *srq, struct ibv_srq_attr *attr);
 int droce_srq_post_recv(struct droce_srq *srq, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad_wr);
 
+/* ---- XRC (tp_xrc.c) ---- */
+
+/** An XRC domain. NULL and errno (ENOMEM). */
+struct droce_xrcd *droce_xrcd_alloc(struct droce_dev *dev);
+/** @return 0, or -EBUSY while XRC SRQs or XRC_RECV QPs use it. */
+int droce_xrcd_free(struct droce_xrcd *xrcd);
+/**
+ * An XRC SRQ of xrcd, completing into cq and on cq's queue (which it
+ * then keeps: droce_cq_move refuses), with an SRQ number from 1 up that
+ * XRC requests name (droce_srq_num). pd checks its receive SGEs and
+ * every RDMA or atomic access of a request naming it. Destroyed by
+ * droce_srq_destroy. NULL and errno (EINVAL, ENOMEM).
+ */
+struct droce_srq *droce_srq_create_xrc(struct droce_pd *pd,
+		struct droce_xrcd *xrcd, struct droce_cq *cq,
+		const struct ibv_srq_init_attr *attr);
+/** An XRC SRQ's number; 0 for an SRQ that is not XRC. */
+uint32_t droce_srq_num(const struct droce_srq *srq);
+/**
+ * An XRC_RECV QP of xrcd on queue q: no PD, CQ or receive queue of its
+ * own (each request's XRCETH names the SRQ that serves it, which must
+ * be on queue q). attr->cap is zeroed. NULL and errno (EINVAL, ENOMEM).
+ * Hold queue q as for droce_qp_create.
+ */
+struct droce_qp *droce_qp_create_xrc_recv(struct droce_xrcd *xrcd, uint32_t q,
+		struct ibv_qp_init_attr *attr);
+
 /**
  * Create a QP. attr->send_cq / recv_cq / srq are not used (they are the
  * verbs driver's pointers); pass droce's own objects here. The QP lives on
  * the send CQ's queue; the QPN encodes it. Creating and destroying a QP
  * changes that queue's QP list: hold the queue (droce_port_lock) when it
  * may be making progress meanwhile.
- * Capacities in attr->cap are rounded up and written back.
+ * Capacities in attr->cap are rounded up and written back. An XRC_SEND
+ * QP (attr->qp_type) has a send CQ only: rcq and srq NULL.
  */
 struct droce_qp *droce_qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq);
@@ -547,6 +576,9 @@ struct droce_tp_stats {
 	uint64_t flushes, flush_errors, flush_rxe_icrc;
 	uint64_t cq_overflows;
 	uint64_t tx_zc_pkts;	/**< frames whose payload went by reference */
+	/** XRC requests whose XRCETH named no SRQ, one of another XRC
+	 * domain or of another queue (each NAKed) */
+	uint64_t xrc_bad_srq;
 };
 
 void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);

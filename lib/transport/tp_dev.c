@@ -110,6 +110,7 @@ droce_dev_destroy(struct droce_dev *dev)
 	}
 	free(dev->queues);
 	free(dev->qp_tab);
+	free(dev->srq_tab);
 	free(dev->keys);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);

@@ -127,6 +127,15 @@ struct droce_srq {
 	uint32_t limit;
 	uint32_t refs;
 	uint32_t max_wr;
+	/* XRC: its domain, CQ and number (dev->srq_tab); NULL, 0 otherwise */
+	struct droce_xrcd *xrcd;
+	struct droce_cq *cq;
+	uint32_t srqn;
+};
+
+struct droce_xrcd {
+	struct droce_dev *dev;
+	uint32_t refs;		/* XRC SRQs and XRC_RECV QPs */
 };
 
 /* ---- send queue ---- */
@@ -359,7 +368,19 @@ struct droce_qp {
 
 	struct droce_tp_stats st;
 	uint32_t nb_mcast;	/* groups attached to: destroy says EBUSY */
+	/* XRC (tp_xrc.c): 0, or IBV_QPT_XRC_SEND / IBV_QPT_XRC_RECV for an
+	 * RC QP that is that half of an XRC connection; an XRC_RECV QP's
+	 * domain (its pd, rcq and srq come from each request's XRCETH) */
+	enum ibv_qp_type xrc;
+	struct droce_xrcd *xrcd;
 };
+
+/* The transport bits of an XRC QP's packets, 0 for RC's. */
+static inline uint8_t
+tp_xrc_bits(const struct droce_qp *qp)
+{
+	return qp->xrc ? DROCE_TRANSPORT_XRC : 0;
+}
 
 /* The send WQE at free-running index i. */
 static inline struct tp_swqe *
@@ -452,6 +473,7 @@ struct droce_dev {
 	 * receive filtering */
 	uint64_t gid_words[DROCE_MAX_GIDS][2];
 	uint32_t nb_gids;
+	struct droce_srq **srq_tab;	/* XRC SRQs by number, under lock */
 	struct tp_mcast_grp *mc;	/* under lock */
 	uint32_t nb_mc, nb_mc_attach;
 	droce_async_cb async_cb;
@@ -533,6 +555,10 @@ struct ibv_wc *tp_cq_slot(struct droce_cq *cq);
 void tp_cq_commit(struct droce_cq *cq, int solicited);
 
 /* tp_qp.c */
+/* A QP of type t (its own type, XRC ones included) on queue q with no
+ * PD, CQ, SRQ or queues: numbered and listed on q. NULL and errno. */
+struct droce_qp *tp_qp_alloc(struct droce_dev *dev, struct droce_tp_queue *q,
+		enum ibv_qp_type t);
 void tp_qp_to_error(struct droce_qp *qp);
 void tp_qp_flush(struct droce_qp *qp);
 
@@ -581,6 +607,13 @@ void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
 		const struct droce_av *av);
 /* Finish a frame whose payload is in place: pad, ICRC (IPv6: UDP csum). */
 uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
+
+/* tp_xrc.c */
+/* An XRC_RECV QP's request: its SRQ, CQ and PD from the XRCETH; 0 or
+ * the NAK syndrome. */
+uint8_t tp_xrc_rx_srq(struct droce_qp *qp, const struct droce_pkt *pkt);
+/* droce_srq_destroy of an XRC SRQ: 0 or -EBUSY. */
+int tp_xrc_srq_release(struct droce_srq *srq);
 
 /* tp_rq.c */
 int tp_rq_init(struct tp_rq *rq, uint32_t wr, uint32_t sge);

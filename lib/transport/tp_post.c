@@ -22,12 +22,18 @@ static int
 check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 		uint64_t *lenp, unsigned int *flagsp)
 {
-	const struct tp_wr_opcode_info *wi = tp_wr_opcode(qp->type, wr->opcode);
+	const struct tp_wr_opcode_info *wi = tp_wr_opcode(qp->xrc ? qp->xrc :
+		qp->type, wr->opcode);
 	uint64_t len;
 
 	if (wi == NULL)
 		return EINVAL;
 	*flagsp = wi->flags;
+	/* XRC: every request names the target's SRQ (24 bits, never 0) */
+	if (qp->xrc && !(wi->flags & TP_WRF_LOCAL) &&
+			(wr->qp_type.xrc.remote_srqn == 0 ||
+			wr->qp_type.xrc.remote_srqn > DROCE_PSN_MASK))
+		return EINVAL;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->sq.max_sge ||
 			(wr->num_sge > 0 && wr->sg_list == NULL))
 		return EINVAL;
@@ -120,6 +126,8 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		w->av = droce_ah_from_ibv(wr->wr.ud.ah)->av;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
 		w->remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (qp->xrc) {
+		w->remote_qpn = wr->qp_type.xrc.remote_srqn;	/* XRCETH */
 	}
 	if ((wr->send_flags & IBV_SEND_INLINE) &&
 			(f & TP_WRF_ATOMIC_WRITE)) {
@@ -256,7 +264,8 @@ droce_qp_post_recv(struct droce_qp *qp, struct ibv_recv_wr *wr,
 {
 	int rc;
 
-	if (qp->srq != NULL || qp->state == IBV_QPS_RESET) {
+	/* XRC QPs have no receive queue: their SRQs take the receives */
+	if (qp->srq != NULL || qp->xrc || qp->state == IBV_QPS_RESET) {
 		*bad_wr = wr;
 		return EINVAL;
 	}

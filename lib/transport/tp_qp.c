@@ -130,9 +130,28 @@ ttype(enum ibv_qp_type t)
 	return t == IBV_QPT_UD ? T_UD : t == IBV_QPT_UC ? T_UC : T_RC;
 }
 
+/*
+ * XRC (the kernel's qp_state_table): an XRC_SEND QP needs RC's attributes
+ * less the responder's at RTR (MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER); an
+ * XRC_RECV QP needs RC's less the requester's at RTS (RETRY_CNT,
+ * RNR_RETRY, MAX_QP_RD_ATOMIC). Either takes, optionally, whatever RC
+ * takes: perftest sets RC's whole set on both halves.
+ */
+static int
+xrc_req(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type xrc,
+		int rc_req)
+{
+	if (xrc == IBV_QPT_XRC_SEND && cur == S(INIT) && next == S(RTR))
+		return rc_req & ~(M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER));
+	if (xrc == IBV_QPT_XRC_RECV && cur == S(RTR) && next == S(RTS))
+		return rc_req & ~(M(RETRY_CNT) | M(RNR_RETRY) |
+			M(MAX_QP_RD_ATOMIC));
+	return rc_req;
+}
+
 static int
 legal(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type,
-		int mask)
+		int mask, enum ibv_qp_type xrc)
 {
 	const struct qp_trans *t;
 	int req, opt;
@@ -147,6 +166,10 @@ legal(enum ibv_qp_state cur, enum ibv_qp_state next, enum ibv_qp_type type,
 		return 0;
 	req = t->req[ttype(type)];
 	opt = t->opt[ttype(type)];
+	if (xrc) {
+		opt |= req;
+		req = xrc_req(cur, next, xrc, req);
+	}
 	if ((mask & req) != req)
 		return 0;
 	return (mask & ~(req | opt | M(STATE))) == 0;
@@ -162,7 +185,7 @@ qp_chk_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 	if ((mask & M(CUR_STATE)) && a->cur_qp_state != cur)
 		return -EINVAL;
 	next = (mask & M(STATE)) ? a->qp_state : cur;
-	if (!legal(cur, next, qp->type, mask))
+	if (!legal(cur, next, qp->type, mask, qp->xrc))
 		return -EINVAL;
 	if ((mask & M(PORT)) && a->port_num != 1)
 		return -EINVAL;
@@ -332,7 +355,7 @@ droce_qp_query(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 	a->ah_attr.grh.flow_label = qp->av.flow_label;
 	if (init != NULL) {
 		memset(init, 0, sizeof(*init));
-		init->qp_type = qp->type;
+		init->qp_type = qp->xrc ? qp->xrc : qp->type;
 		init->cap = qp->cap;
 		init->sq_sig_all = qp->sq_sig_all;
 	}
@@ -373,9 +396,16 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	struct droce_qp *qp;
 	uint32_t i, qpn;
 
+	int xrc = attr->qp_type == IBV_QPT_XRC_SEND;
+
+	/* an XRC_SEND QP has no receive side: no receive CQ, no SRQ */
+	if (xrc && rcq == NULL && srq == NULL)
+		rcq = scq;
 	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-			attr->qp_type != IBV_QPT_UD) || scq == NULL ||
-			rcq == NULL || cap->max_send_wr > lim->max_qp_wr ||
+			attr->qp_type != IBV_QPT_UD && !xrc) || scq == NULL ||
+			rcq == NULL || (xrc && rcq != scq) ||
+			(srq != NULL && srq->xrcd != NULL) ||
+			cap->max_send_wr > lim->max_qp_wr ||
 			cap->max_recv_wr > lim->max_qp_wr ||
 			cap->max_send_sge > lim->max_sge ||
 			cap->max_recv_sge > lim->max_sge ||
@@ -392,10 +422,11 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	}
 	qp->dev = dev;
 	qp->pd = pd;
-	qp->type = attr->qp_type;
+	qp->type = xrc ? IBV_QPT_RC : attr->qp_type;
+	qp->xrc = xrc ? IBV_QPT_XRC_SEND : 0;
 	qp->queue = scq->queue;
 	qp->scq = scq;
-	qp->rcq = rcq;
+	qp->rcq = xrc ? NULL : rcq;
 	qp->srq = srq;
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->state = IBV_QPS_RESET;
@@ -426,7 +457,7 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 		qp->sq.wqe[i].sge = &qp->sq.sges[(size_t)i * qp->sq.max_sge];
 	cap->max_send_wr = qp->sq.size;
 	cap->max_send_sge = qp->sq.max_sge;
-	if (srq == NULL) {
+	if (srq == NULL && !xrc) {
 		cap->max_recv_wr = qp->rq.size;
 		cap->max_recv_sge = qp->rq.max_sge;
 	} else {
@@ -457,9 +488,54 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	dev->nb_qp++;
 	pd->refs++;
 	scq->refs++;
-	rcq->refs++;
+	if (!xrc)
+		rcq->refs++;
 	if (srq)
 		srq->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	qp->tmpl.udp_sport = droce_udp_sport_qpn(qpn);
+	return qp;
+nomem:
+	qp_free(qp);
+	errno = ENOMEM;
+	return NULL;
+}
+
+struct droce_qp *
+tp_qp_alloc(struct droce_dev *dev, struct droce_tp_queue *q,
+		enum ibv_qp_type t)
+{
+	struct droce_qp *qp = calloc(1, sizeof(*qp));
+	uint32_t qpn;
+
+	if (qp == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	qp->dev = dev;
+	qp->type = IBV_QPT_RC;
+	qp->xrc = t;
+	qp->queue = q;
+	qp->state = IBV_QPS_RESET;
+	qp->mtu = 256;
+	qp->mtu_enum = IBV_MTU_256;
+	/* an empty send queue of one slot: nothing is ever posted to it */
+	qp->sq.size = 1;
+	qp->sq.max_sge = 1;
+	qp->sq.wqe = calloc(1, sizeof(*qp->sq.wqe));
+	qp->sq.sges = calloc(1, sizeof(*qp->sq.sges));
+	if (qp->sq.wqe == NULL || qp->sq.sges == NULL)
+		goto nomem;
+	qp->sq.wqe[0].sge = qp->sq.sges;
+	pthread_mutex_lock(&dev->lock);
+	qpn = dev->nb_qp < dev->lim.max_qp ? qpn_alloc(dev, q->index) : 0;
+	if (qpn == 0 || tp_queue_add_qp(q, qp) != 0) {
+		pthread_mutex_unlock(&dev->lock);
+		goto nomem;
+	}
+	qp->qpn = qpn;
+	dev->qp_tab[qpn] = qp;
+	dev->nb_qp++;
 	pthread_mutex_unlock(&dev->lock);
 	qp->tmpl.udp_sport = droce_udp_sport_qpn(qpn);
 	return qp;
@@ -501,11 +577,17 @@ droce_qp_destroy(struct droce_qp *qp)
 	dev->qp_tab[qp->qpn] = NULL;
 	dev->nb_qp--;
 	tp_queue_del_qp(qp->queue, qp);
-	qp->pd->refs--;
-	qp->scq->refs--;
-	qp->rcq->refs--;
-	if (qp->srq)
-		qp->srq->refs--;
+	if (qp->xrc == IBV_QPT_XRC_RECV) {
+		/* its pd, rcq and srq were the last request's, not held */
+		qp->xrcd->refs--;
+	} else {
+		qp->pd->refs--;
+		qp->scq->refs--;
+		if (qp->rcq != NULL)
+			qp->rcq->refs--;
+		if (qp->srq)
+			qp->srq->refs--;
+	}
 	pthread_mutex_unlock(&dev->lock);
 	tp_rq_free(&qp->rq);
 	free(qp->sq.wqe);
@@ -558,7 +640,7 @@ tp_qp_flush(struct droce_qp *qp)
 	qp->sq.cur = qp->sq.head;
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
 	qp->ack_deadline = qp->rnr_deadline = 0;
-	if (qp->rx_have_wqe) {
+	if (qp->rx_have_wqe && qp->rcq != NULL) {
 		qp->rx_have_wqe = 0;
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = qp->rx_wqe.wr_id;

@@ -16,12 +16,14 @@ static int
 transport_matches(const struct droce_qp *qp, uint8_t opcode)
 {
 	switch (opcode & DROCE_TRANSPORT_MASK) {
-	case DROCE_TRANSPORT_RC:
-		return qp->type == IBV_QPT_RC;
+	case DROCE_TRANSPORT_RC:	/* an XRC QP is RC to the transport */
+		return qp->type == IBV_QPT_RC && !qp->xrc;
 	case DROCE_TRANSPORT_UC:
 		return qp->type == IBV_QPT_UC;
 	case DROCE_TRANSPORT_UD:
 		return qp->type == IBV_QPT_UD;
+	case DROCE_TRANSPORT_XRC:
+		return qp->xrc != 0;
 	default:
 		return 0;
 	}
@@ -94,7 +96,8 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 		.transports = 1u << (DROCE_TRANSPORT_RC >> 5) |
 			1u << (DROCE_TRANSPORT_UC >> 5) |
 			1u << (DROCE_TRANSPORT_UD >> 5) |
-			1u << (DROCE_TRANSPORT_CNP >> 5),
+			1u << (DROCE_TRANSPORT_CNP >> 5) |
+			1u << (DROCE_TRANSPORT_XRC >> 5),
 	};
 	struct droce_dev *dev = q->dev;
 	struct droce_pkt pkt;
@@ -130,6 +133,17 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	if (qp == NULL || qp->queue != q || !transport_matches(qp, pkt.opcode)) {
 		q->st.rx_drop_noqp++;
 		return;
+	}
+	if (qp->xrc) {
+		/* requests go to the XRC_RECV half, responses to the
+		 * XRC_SEND half; from here on they are RC's opcodes (the
+		 * XRCETH stays in pkt for the responder) */
+		if (!!(droce_opcode_info[pkt.opcode].flags & DROCE_OPF_REQ) !=
+				(qp->xrc == IBV_QPT_XRC_RECV)) {
+			q->st.rx_drop_noqp++;
+			return;
+		}
+		pkt.opcode &= (uint8_t)~DROCE_TRANSPORT_MASK;
 	}
 	/* Connected QPs take frames only from their peer. */
 	if (qp->type != IBV_QPT_UD && memcmp(pkt.sgid, qp->av.dgid, 16) != 0) {

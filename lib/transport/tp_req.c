@@ -250,6 +250,10 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	}
 	if (p.ackreq)
 		qp->noack_pkts = 0;
+	if (qp->xrc) {	/* RC's opcode over XRC, and the target's SRQ */
+		p.opcode |= DROCE_TRANSPORT_XRC;
+		p.xrceth_srqn = w->remote_qpn;
+	}
 	p.payload_len = plen;
 	hlen = qp->type == IBV_QPT_UD ? droce_wire_build_hdr(&p, buf, b->cap) :
 		droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);

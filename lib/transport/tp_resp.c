@@ -728,6 +728,16 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 		return;
 	}
 	qp->nak_sent = 0;
+	/* XRC: the SRQ, CQ and PD this request is for (class C) */
+	if (qp->xrc == IBV_QPT_XRC_RECV) {
+		uint8_t nak = tp_xrc_rx_srq(qp, pkt);
+
+		if (nak) {
+			resp_error(qp, pkt, nak, nak == DROCE_AETH_NAK_REM_ACC ?
+				IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_INV_REQ_ERR);
+			return;
+		}
+	}
 	/* then what the packet says: class C, NAK and QP to ERR */
 	if (!op_seq_ok(qp, f) || !length_ok(qp, pkt, f, len_bad)) {
 		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,

@@ -28,7 +28,7 @@ send_ack(struct droce_qp *qp)
 		return 0;
 	p.se = 0;
 	p.ackreq = 0;
-	p.opcode = DROCE_OP_RC_ACK;
+	p.opcode = DROCE_OP_RC_ACK | tp_xrc_bits(qp);
 	p.dqpn = qp->dest_qpn;
 	p.psn = qp->ack_psn;
 	p.aeth_syndrome = qp->ack_syndrome;
@@ -88,7 +88,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 	p.aeth_syndrome = DROCE_AETH_ACK_NOCREDIT;
 	p.aeth_msn = r->msn;
 	if (r->is_atomic) {
-		p.opcode = DROCE_OP_RC_ATOMIC_ACK;
+		p.opcode = DROCE_OP_RC_ATOMIC_ACK | tp_xrc_bits(qp);
 		p.psn = r->first_psn;
 		p.atmack_orig = r->orig;
 		tp_res_clear_pending(qp, r);
@@ -100,6 +100,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 			first ? DROCE_OP_RC_READ_RESP_FIRST :
 			last ? DROCE_OP_RC_READ_RESP_LAST :
 			DROCE_OP_RC_READ_RESP_MIDDLE;
+		p.opcode |= tp_xrc_bits(qp);
 		p.psn = r->cur_psn;
 	}
 	p.payload_len = plen;

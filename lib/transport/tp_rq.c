@@ -123,6 +123,8 @@ droce_srq_destroy(struct droce_srq *srq)
 {
 	struct droce_dev *dev = srq->pd->dev;
 
+	if (srq->xrcd != NULL && tp_xrc_srq_release(srq) != 0)
+		return -EBUSY;
 	pthread_mutex_lock(&dev->lock);
 	if (srq->refs) {
 		pthread_mutex_unlock(&dev->lock);

@@ -29,16 +29,20 @@ static_assert(TP_WRF_FLUSH < 1u << 16, "WR flags do not fit 16 bits");
 /* a request that is one packet whatever its length */
 #define PKT1(only)	{ [TP_SEG_ONLY] = DROCE_OP_RC_##only }
 
+/*
+ * An XRC_SEND QP takes what RC takes but ATOMIC WRITE (IBTA defines no
+ * XRC opcode for it); its packets are RC's with the XRC transport bits.
+ */
 const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 	[IBV_WR_RDMA_WRITE] = {
-		.qp_types = QPT(RC) | QPT(UC),
+		.qp_types = QPT(RC) | QPT(UC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_RDMA_WRITE,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 		.flags = TP_WRF_WRITE | TP_WRF_PAYLOAD,
 		.pkt = PKT(WRITE_FIRST, WRITE_MIDDLE, WRITE_LAST, WRITE_ONLY),
 	},
 	[IBV_WR_RDMA_WRITE_WITH_IMM] = {
-		.qp_types = QPT(RC) | QPT(UC),
+		.qp_types = QPT(RC) | QPT(UC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM,
 		.wc_opcode = IBV_WC_RDMA_WRITE,
 		.flags = TP_WRF_WRITE | TP_WRF_PAYLOAD | TP_WRF_RWR,
@@ -46,14 +50,14 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 			WRITE_ONLY_IMM),
 	},
 	[IBV_WR_SEND] = {
-		.qp_types = QPT(RC) | QPT(UC) | QPT(UD),
+		.qp_types = QPT(RC) | QPT(UC) | QPT(UD) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_SEND,
 		.wc_opcode = IBV_WC_SEND,
 		.flags = TP_WRF_SEND | TP_WRF_PAYLOAD | TP_WRF_RWR,
 		.pkt = PKT(SEND_FIRST, SEND_MIDDLE, SEND_LAST, SEND_ONLY),
 	},
 	[IBV_WR_SEND_WITH_IMM] = {
-		.qp_types = QPT(RC) | QPT(UC) | QPT(UD),
+		.qp_types = QPT(RC) | QPT(UC) | QPT(UD) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_SEND_WITH_IMM,
 		.wc_opcode = IBV_WC_SEND,
 		.flags = TP_WRF_SEND | TP_WRF_PAYLOAD | TP_WRF_RWR,
@@ -61,34 +65,34 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 			SEND_ONLY_IMM),
 	},
 	[IBV_WR_RDMA_READ] = {
-		.qp_types = QPT(RC),
+		.qp_types = QPT(RC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_RDMA_READ,
 		.wc_opcode = IBV_WC_RDMA_READ,
 		.flags = TP_WRF_READ,
 		.pkt = PKT1(READ_REQ),
 	},
 	[IBV_WR_ATOMIC_CMP_AND_SWP] = {
-		.qp_types = QPT(RC),
+		.qp_types = QPT(RC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP,
 		.wc_opcode = IBV_WC_COMP_SWAP,
 		.flags = TP_WRF_ATOMIC,
 		.pkt = PKT1(CMP_SWAP),
 	},
 	[IBV_WR_ATOMIC_FETCH_AND_ADD] = {
-		.qp_types = QPT(RC),
+		.qp_types = QPT(RC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD,
 		.wc_opcode = IBV_WC_FETCH_ADD,
 		.flags = TP_WRF_ATOMIC,
 		.pkt = PKT1(FETCH_ADD),
 	},
 	[IBV_WR_LOCAL_INV] = {
-		.qp_types = QPT(RC) | QPT(UC),
+		.qp_types = QPT(RC) | QPT(UC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_LOCAL_INV,
 		.wc_opcode = IBV_WC_LOCAL_INV,
 		.flags = TP_WRF_LOCAL | TP_WRF_INV,
 	},
 	[IBV_WR_BIND_MW] = {
-		.qp_types = QPT(RC) | QPT(UC),
+		.qp_types = QPT(RC) | QPT(UC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_BIND_MW,
 		.wc_opcode = IBV_WC_BIND_MW,
 		.flags = TP_WRF_LOCAL,
@@ -97,7 +101,7 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 		/* ibv_post_send(3) lets UC post it, but IBTA has no UC
 		 * opcode for it: the header builder refuses RC's plus UC's
 		 * transport and the WR completes with a local error */
-		.qp_types = QPT(RC) | QPT(UC),
+		.qp_types = QPT(RC) | QPT(UC) | QPT(XRC_SEND),
 		.send_op = IBV_QP_EX_WITH_SEND_WITH_INV,
 		.wc_opcode = IBV_WC_SEND,
 		.flags = TP_WRF_SEND | TP_WRF_PAYLOAD | TP_WRF_RWR | TP_WRF_INV,

@@ -48,6 +48,8 @@ extern "C" {
 /** FLUSH extension header (IBTA 1.5): placement type and selectivity. */
 #define DROCE_FETH_LEN 4
 #define DROCE_DETH_LEN 8
+/** XRCETH: the XRC SRQ number of the target (24 bits after a reserved byte). */
+#define DROCE_XRCETH_LEN 4
 #define DROCE_ICRC_LEN 4
 /** The GRH that a UD receive buffer starts with. */
 #define DROCE_GRH_LEN 40
@@ -55,7 +57,8 @@ extern "C" {
 /** Largest header stack a frame can carry: Eth+VLAN+IPv6+UDP+BTH+ext. */
 #define DROCE_MAX_HDR_LEN (DROCE_ETH_HLEN + DROCE_VLAN_HLEN + \
 	DROCE_IPV6_HLEN + DROCE_UDP_HLEN + DROCE_BTH_LEN + \
-	DROCE_RETH_LEN + DROCE_IMMDT_LEN + DROCE_DETH_LEN)
+	DROCE_RETH_LEN + DROCE_IMMDT_LEN + DROCE_DETH_LEN + \
+	DROCE_XRCETH_LEN)
 
 /** Extension headers an opcode carries after the BTH (droce_opcode_info.hdrs). */
 enum droce_hdr_mask {
@@ -68,6 +71,8 @@ enum droce_hdr_mask {
 	DROCE_HDR_DETH = 1u << 6,
 	DROCE_HDR_CNP = 1u << 7,	/**< 16 reserved bytes of a CNP */
 	DROCE_HDR_FETH = 1u << 8,	/**< IBTA 1.5 FLUSH: before the RETH */
+	DROCE_HDR_XRCETH = 1u << 9,	/**< XRC requests: after the BTH (and
+					 *   DETH), before RETH/AtomicETH */
 };
 
 /** FETH fields (IBTA 1.5 o9-76): placement type in bits 3:0, selectivity
@@ -115,6 +120,7 @@ enum droce_transport {
 	DROCE_TRANSPORT_RD = 0x40,
 	DROCE_TRANSPORT_UD = 0x60,
 	DROCE_TRANSPORT_CNP = 0x80,
+	DROCE_TRANSPORT_XRC = 0xa0,	/**< RC's opcodes + 0xa0, XRCETH on requests */
 };
 
 /** The transport bits of a BTH opcode (enum droce_transport). */
@@ -160,6 +166,18 @@ enum droce_opcode {
 	DROCE_OP_UC_WRITE_LAST_IMM = 0x29,
 	DROCE_OP_UC_WRITE_ONLY = 0x2a,
 	DROCE_OP_UC_WRITE_ONLY_IMM = 0x2b,
+	/* XRC: RC's 0x00..0x17 with the XRC transport bits */
+	DROCE_OP_XRC_SEND_FIRST = 0xa0,
+	DROCE_OP_XRC_SEND_ONLY = 0xa4,
+	DROCE_OP_XRC_WRITE_FIRST = 0xa6,
+	DROCE_OP_XRC_WRITE_ONLY = 0xaa,
+	DROCE_OP_XRC_READ_REQ = 0xac,
+	DROCE_OP_XRC_READ_RESP_ONLY = 0xb0,
+	DROCE_OP_XRC_ACK = 0xb1,
+	DROCE_OP_XRC_ATOMIC_ACK = 0xb2,
+	DROCE_OP_XRC_CMP_SWAP = 0xb3,
+	DROCE_OP_XRC_FETCH_ADD = 0xb4,
+	DROCE_OP_XRC_SEND_ONLY_INV = 0xb7,
 	DROCE_OP_UD_SEND_ONLY = 0x64,
 	DROCE_OP_UD_SEND_ONLY_IMM = 0x65,
 	DROCE_OP_CNP = 0x81,
@@ -180,6 +198,7 @@ struct droce_opcode_info {
 	uint8_t off_ieth;
 	uint8_t off_deth;
 	uint8_t off_feth;
+	uint8_t off_xrceth;
 	uint8_t off_payload;	/**< == hdr_len */
 };
 
@@ -268,6 +287,7 @@ struct droce_pkt {
 	uint8_t feth_sel;	/**< selectivity: DROCE_FLUSH_RANGE or _MR */
 	uint32_t deth_qkey;
 	uint32_t deth_sqpn;	/**< 24 bits */
+	uint32_t xrceth_srqn;	/**< 24 bits: the XRC SRQ a request is for */
 	/* payload (without pad and ICRC) */
 	const uint8_t *payload;
 	uint32_t payload_len;

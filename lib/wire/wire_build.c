@@ -54,6 +54,11 @@ build_ext(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
 		h[4] = 0;
 		put_be24(h + 5, pkt->deth_sqpn);
 	}
+	if (oi->hdrs & DROCE_HDR_XRCETH) {
+		h = bth + oi->off_xrceth;
+		h[0] = 0;
+		put_be24(h + 1, pkt->xrceth_srqn);
+	}
 	if (oi->hdrs & DROCE_HDR_RETH) {
 		h = bth + oi->off_reth;
 		put_be64(h, pkt->reth_va);

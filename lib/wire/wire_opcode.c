@@ -5,8 +5,8 @@
 /*
  * The IBTA opcode table (vol.1 table 38, Annex A17 for CNP). One row per
  * opcode drives both the builder and the parser: which extension headers
- * follow the BTH, in IBTA order (FETH, DETH, RETH, AtomicETH, AETH, AtomicAckETH,
- * ImmDt, IETH), and what the opcode means.
+ * follow the BTH, in IBTA order (FETH, DETH, XRCETH, RETH, AtomicETH,
+ * AETH, AtomicAckETH, ImmDt, IETH), and what the opcode means.
  */
 
 #include "droce_wire.h"
@@ -20,11 +20,13 @@
 #define H_DETH	DROCE_HDR_DETH
 #define H_CNP	DROCE_HDR_CNP
 #define H_FETH	DROCE_HDR_FETH
+#define H_XRC	DROCE_HDR_XRCETH
 
 #define SZ(h, m, n)	(((h) & (m)) ? (n) : 0)
 #define O_FETH(h)	DROCE_BTH_LEN
 #define O_DETH(h)	(O_FETH(h) + SZ(h, H_FETH, DROCE_FETH_LEN))
-#define O_RETH(h)	(O_DETH(h) + SZ(h, H_DETH, DROCE_DETH_LEN))
+#define O_XRC(h)	(O_DETH(h) + SZ(h, H_DETH, DROCE_DETH_LEN))
+#define O_RETH(h)	(O_XRC(h) + SZ(h, H_XRC, DROCE_XRCETH_LEN))
 #define O_ATM(h)	(O_RETH(h) + SZ(h, H_RETH, DROCE_RETH_LEN))
 #define O_AETH(h)	(O_ATM(h) + SZ(h, H_ATM, DROCE_ATMETH_LEN))
 #define O_ACK8(h)	(O_AETH(h) + SZ(h, H_AETH, DROCE_AETH_LEN))
@@ -46,6 +48,7 @@
 		.off_ieth = OFF(h, H_IETH, O_IETH(h)), \
 		.off_deth = OFF(h, H_DETH, O_DETH(h)), \
 		.off_feth = OFF(h, H_FETH, O_FETH(h)), \
+		.off_xrceth = OFF(h, H_XRC, O_XRC(h)), \
 		.off_payload = HLEN(h), \
 	}
 
@@ -70,29 +73,30 @@
  * The SEND and WRITE rows for one transport; RC and UC share the layout,
  * only RC asks for ACKs on the packets that end a message.
  */
-#define SEND_WRITE_ROWS(base, pfx, wack) \
-	OP((base) + 0x00, pfx "SEND_FIRST", REQ | SEND | START | PAY, 0), \
-	OP((base) + 0x01, pfx "SEND_MIDDLE", REQ | SEND | MIDDLE | PAY, 0), \
-	OP((base) + 0x02, pfx "SEND_LAST", REQ | SEND | END | PAY | (wack), 0), \
+#define SEND_WRITE_ROWS(base, pfx, wack, x) \
+	OP((base) + 0x00, pfx "SEND_FIRST", REQ | SEND | START | PAY, (x)), \
+	OP((base) + 0x01, pfx "SEND_MIDDLE", REQ | SEND | MIDDLE | PAY, (x)), \
+	OP((base) + 0x02, pfx "SEND_LAST", REQ | SEND | END | PAY | (wack), (x)), \
 	OP((base) + 0x03, pfx "SEND_LAST_WITH_IMMEDIATE", \
-		REQ | SEND | END | PAY | IMM | (wack), H_IMM), \
-	OP((base) + 0x04, pfx "SEND_ONLY", REQ | SEND | ONLY | PAY | (wack), 0), \
+		REQ | SEND | END | PAY | IMM | (wack), (x) | H_IMM), \
+	OP((base) + 0x04, pfx "SEND_ONLY", REQ | SEND | ONLY | PAY | (wack), (x)), \
 	OP((base) + 0x05, pfx "SEND_ONLY_WITH_IMMEDIATE", \
-		REQ | SEND | ONLY | PAY | IMM | (wack), H_IMM), \
+		REQ | SEND | ONLY | PAY | IMM | (wack), (x) | H_IMM), \
 	OP((base) + 0x06, pfx "RDMA_WRITE_FIRST", REQ | WRITE | START | PAY, \
-		H_RETH), \
-	OP((base) + 0x07, pfx "RDMA_WRITE_MIDDLE", REQ | WRITE | MIDDLE | PAY, 0), \
+		(x) | H_RETH), \
+	OP((base) + 0x07, pfx "RDMA_WRITE_MIDDLE", REQ | WRITE | MIDDLE | PAY, (x)), \
 	OP((base) + 0x08, pfx "RDMA_WRITE_LAST", REQ | WRITE | END | PAY | (wack), \
-		0), \
+		(x)), \
 	OP((base) + 0x09, pfx "RDMA_WRITE_LAST_WITH_IMMEDIATE", \
-		REQ | WRITE | END | PAY | IMM | RWR | (wack), H_IMM), \
+		REQ | WRITE | END | PAY | IMM | RWR | (wack), (x) | H_IMM), \
 	OP((base) + 0x0a, pfx "RDMA_WRITE_ONLY", \
-		REQ | WRITE | ONLY | PAY | (wack), H_RETH), \
+		REQ | WRITE | ONLY | PAY | (wack), (x) | H_RETH), \
 	OP((base) + 0x0b, pfx "RDMA_WRITE_ONLY_WITH_IMMEDIATE", \
-		REQ | WRITE | ONLY | PAY | IMM | RWR | (wack), H_RETH | H_IMM)
+		REQ | WRITE | ONLY | PAY | IMM | RWR | (wack), \
+		(x) | H_RETH | H_IMM)
 
 const struct droce_opcode_info droce_opcode_info[256] = {
-	SEND_WRITE_ROWS(DROCE_TRANSPORT_RC, "RC_", WACK),
+	SEND_WRITE_ROWS(DROCE_TRANSPORT_RC, "RC_", WACK, 0),
 	OP(DROCE_OP_RC_READ_REQ, "RC_RDMA_READ_REQUEST", REQ | READ | ONLY | WACK,
 		H_RETH),
 	OP(DROCE_OP_RC_READ_RESP_FIRST, "RC_RDMA_READ_RESPONSE_FIRST",
@@ -113,17 +117,45 @@ const struct droce_opcode_info droce_opcode_info[256] = {
 		REQ | SEND | END | PAY | INV | WACK, H_IETH),
 	OP(DROCE_OP_RC_SEND_ONLY_INV, "RC_SEND_ONLY_WITH_INVALIDATE",
 		REQ | SEND | ONLY | PAY | INV | WACK, H_IETH),
-	/* IBTA 1.5 (rxe >= 6.2): RETH then the 8 bytes to store; neither a
-	 * WRITE nor an atomic to the responder's checks, its own kind */
 	/* IBTA 1.5 (rxe >= 6.2): FETH, then a RETH naming the range (or
 	 * only the MR, by its rkey); no payload */
 	OP(DROCE_OP_RC_FLUSH, "RC_FLUSH",
 		REQ | DROCE_OPF_FLUSH | ONLY | WACK, H_FETH | H_RETH),
+	/* IBTA 1.5 (rxe >= 6.2): RETH then the 8 bytes to store; neither a
+	 * WRITE nor an atomic to the responder's checks, its own kind */
 	OP(DROCE_OP_RC_ATOMIC_WRITE, "RC_ATOMIC_WRITE",
 		REQ | DROCE_OPF_ATOMIC_WRITE | ONLY | PAY | WACK, H_RETH),
-	SEND_WRITE_ROWS(DROCE_TRANSPORT_UC, "UC_", 0),
+	SEND_WRITE_ROWS(DROCE_TRANSPORT_UC, "UC_", 0, 0),
 	OP(DROCE_OP_UD_SEND_ONLY, "UD_SEND_ONLY", REQ | SEND | ONLY | PAY, H_DETH),
 	OP(DROCE_OP_UD_SEND_ONLY_IMM, "UD_SEND_ONLY_WITH_IMMEDIATE",
 		REQ | SEND | ONLY | PAY | IMM, H_DETH | H_IMM),
 	OP(DROCE_OP_CNP, "CNP", DROCE_OPF_CNP, H_CNP),
+	/*
+	 * XRC (IBTA vol.1 14.6 / A14): RC's opcodes with the XRC transport
+	 * bits. Every request carries an XRCETH naming the target's SRQ
+	 * (after the BTH, before RETH or AtomicETH); responses are RC's
+	 * without it. No ATOMIC WRITE over XRC.
+	 */
+	SEND_WRITE_ROWS(DROCE_TRANSPORT_XRC, "XRC_", WACK, H_XRC),
+	OP(DROCE_OP_XRC_READ_REQ, "XRC_RDMA_READ_REQUEST",
+		REQ | READ | ONLY | WACK, H_XRC | H_RETH),
+	OP(DROCE_OP_XRC_READ_REQ + 1, "XRC_RDMA_READ_RESPONSE_FIRST",
+		RESP | READ | START | PAY, H_AETH),
+	OP(DROCE_OP_XRC_READ_REQ + 2, "XRC_RDMA_READ_RESPONSE_MIDDLE",
+		RESP | READ | MIDDLE | PAY, 0),
+	OP(DROCE_OP_XRC_READ_REQ + 3, "XRC_RDMA_READ_RESPONSE_LAST",
+		RESP | READ | END | PAY, H_AETH),
+	OP(DROCE_OP_XRC_READ_RESP_ONLY, "XRC_RDMA_READ_RESPONSE_ONLY",
+		RESP | READ | ONLY | PAY, H_AETH),
+	OP(DROCE_OP_XRC_ACK, "XRC_ACKNOWLEDGE", RESP | ACKF | ONLY, H_AETH),
+	OP(DROCE_OP_XRC_ATOMIC_ACK, "XRC_ATOMIC_ACKNOWLEDGE",
+		RESP | ATOMIC | ONLY, H_AETH | H_ACK8),
+	OP(DROCE_OP_XRC_CMP_SWAP, "XRC_CMP_SWAP", REQ | ATOMIC | ONLY | WACK,
+		H_XRC | H_ATM),
+	OP(DROCE_OP_XRC_FETCH_ADD, "XRC_FETCH_ADD", REQ | ATOMIC | ONLY | WACK,
+		H_XRC | H_ATM),
+	OP(DROCE_OP_XRC_SEND_ONLY_INV - 1, "XRC_SEND_LAST_WITH_INVALIDATE",
+		REQ | SEND | END | PAY | INV | WACK, H_XRC | H_IETH),
+	OP(DROCE_OP_XRC_SEND_ONLY_INV, "XRC_SEND_ONLY_WITH_INVALIDATE",
+		REQ | SEND | ONLY | PAY | INV | WACK, H_XRC | H_IETH),
 };

@@ -53,6 +53,8 @@ parse_ext(const uint8_t *bth, const struct droce_opcode_info *oi,
 		pkt->deth_qkey = get_be32(h);
 		pkt->deth_sqpn = get_be24(h + 5);
 	}
+	if (oi->hdrs & DROCE_HDR_XRCETH)
+		pkt->xrceth_srqn = get_be24(bth + oi->off_xrceth + 1);
 	if (oi->hdrs & DROCE_HDR_RETH) {
 		h = bth + oi->off_reth;
 		pkt->reth_va = get_be64(h);

@@ -27,35 +27,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "frame_fix.h"
-#include "droce.h"
-#include "droce_wire.h"
+#include "dp_hostile.h"
 
-#define MR_LEN		16384
-#define RECV_LEN	4096
-#define NRECV		4
-#define PEER_QPN	0x99
-#define DROCE_IP	0x0a4d0101u	/* 10.77.1.1 */
-#define PEER_IP		0x0a4d0102u	/* 10.77.1.2 */
-#define OTHER_IP	0x0a4d0163u	/* 10.77.1.99: another host */
-#define RQ_PSN		0x1000
-#define MTU		256		/* the QP's path MTU */
-#define NO_ANSWER_NS	300000000ull	/* how long silence is waited for */
-
-static struct droce_port *port;
-static struct droce_dev *dev;
-static struct droce_pd *pd;
-static struct droce_cq *cq;
-static struct droce_qp *qp;
-static struct droce_mr *mr, *rmr;
-static uint8_t *mem, *rmem;		/* the MR; the receive buffers */
-static uint8_t shadow[MR_LEN], rshadow[RECV_LEN * NRECV];
-static uint8_t droce_mac[6], peer_mac[6];
+struct droce_port *port;
+struct droce_dev *dev;
+struct droce_pd *pd;
+struct droce_cq *cq;
+struct droce_qp *qp;
+struct droce_mr *mr, *rmr;
+uint8_t *mem, *rmem;		/* the MR; the receive buffers */
+uint8_t shadow[MR_LEN], rshadow[RECV_LEN * NRECV];
+uint8_t droce_mac[6], peer_mac[6];
 static int sock = -1, peer_ifindex;
-static uint32_t epsn;			/* the responder's expected PSN */
+uint32_t epsn;			/* the responder's expected PSN */
 
-static void
+void
 gid4(uint8_t gid[16], uint32_t ip)
 {
 	droce_gid_from_ipv4(gid, ip);
@@ -187,7 +173,7 @@ qp_connect(void)
 }
 
 /* A request from the peer to the QP, as a well-behaved peer builds it. */
-static void
+void
 pkt_init(struct droce_pkt *p, uint8_t opcode, uint32_t psn)
 {
 	memset(p, 0, sizeof(*p));
@@ -219,13 +205,13 @@ write_pkt(struct droce_pkt *p, uint8_t opcode, uint64_t off, uint32_t dma_len,
 	p->payload_len = plen;
 }
 
-static void
+void
 inject(const uint8_t *f, uint32_t len)
 {
 	CHECK_EQ(send(sock, f, len, 0), (ssize_t)len, "inject a frame");
 }
 
-static int
+int
 build(struct droce_pkt *p, uint8_t *f, uint32_t cap)
 {
 	int len = droce_wire_build(p, f, cap);
@@ -239,7 +225,7 @@ build(struct droce_pkt *p, uint8_t *f, uint32_t cap)
  * parsed into *ans: 1) or until the quiet time passes (0). Frames that
  * are not droce's RoCE are skipped.
  */
-static int
+int
 answer(struct droce_pkt *ans, uint64_t quiet_ns)
 {
 	static uint8_t buf[9216];
@@ -261,7 +247,7 @@ answer(struct droce_pkt *ans, uint64_t quiet_ns)
 	return 0;
 }
 
-static struct droce_tp_stats
+struct droce_tp_stats
 stats(void)
 {
 	struct droce_tp_stats st;
@@ -272,14 +258,14 @@ stats(void)
 	return st;
 }
 
-static void
+void
 snapshot(void)
 {
 	memcpy(shadow, mem, MR_LEN);
 	memcpy(rshadow, rmem, sizeof(rshadow));
 }
 
-static void
+void
 expect_unchanged(const char *what)
 {
 	CHECK(memcmp(shadow, mem, MR_LEN) == 0, "%s: MR unchanged", what);
@@ -306,7 +292,7 @@ expect_aeth(const char *what, uint8_t syndrome, uint32_t psn)
 	CHECK_EQ(a.dqpn, PEER_QPN, "answer to the peer's QP");
 }
 
-static void
+void
 expect_silence(const char *what)
 {
 	struct droce_pkt a;
@@ -803,6 +789,12 @@ main(int argc, char **argv)
 	cases_classes();
 	cases_atomic_write();
 	cases_flush();
+	{
+		int n = 0;
+
+		check_failures += cases_xrc(&n);
+		check_count += n;
+	}
 
 	droce_qp_destroy(qp);
 	droce_cq_destroy(cq);

@@ -8,12 +8,15 @@
  * expected one, VA, R_Key, DMA length, payload, PadCnt, AckReq, a byte
  * flipped, a trailer), built by lib/wire (a good ICRC unless the input
  * asks otherwise, so that mutations reach past it) and handed to an RC
- * and a UC QP in RTS with real MRs. Under ASan, besides "no crash":
+ * and a UC QP in RTS with real MRs, and to an XRC_RECV QP whose XRC SRQ
+ * (of its domain; another domain has one too) takes the receives; the
+ * XRCETH mostly names the right SRQ, sometimes the other domain's, none
+ * or any number. Under ASan, besides "no crash":
  *  - nothing outside the MRs changes (guard bytes around each, and ASan
  *    on the exact allocations);
- *  - a request the responder rejects changes no byte of them: RC, where
- *    its expected PSN did not move; UC, where it counted the packet
- *    dropped.
+ *  - a request the responder rejects changes no byte of them: RC and
+ *    XRC, where the expected PSN did not move; UC, where it counted the
+ *    packet dropped.
  * QPs that reach the error state are connected again.
  */
 
@@ -34,10 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 static struct fakelink L;
 static struct droce_cq *cq[2];
-static struct droce_qp *req[2], *resp[2];	/* [0] RC, [1] UC */
+static struct droce_qp *req[3], *resp[3];	/* [0] RC, [1] UC, [2] XRC */
+static struct droce_xrcd *xrcd[2];	/* the XRC_RECV QP's, another */
+static struct droce_srq *xsrq[2];	/* an XRC SRQ of each */
 static struct droce_mr *mr, *rmr;
 static uint8_t *arena, *mem, *rmem, *shadow;
-static uint32_t posted[2];
+static uint32_t posted[3];
 
 /* A cursor over the input. */
 struct in {
@@ -79,6 +84,36 @@ connect_pair(int t)
 	if (fl_connect(&L, req[t], resp[t], &o) != 0)
 		abort();
 	posted[t] = 0;
+}
+
+static void
+make_xrc(void)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_srq_init_attr sa;
+	int d;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = NRECV;
+	sa.attr.max_sge = 2;
+	for (d = 0; d < 2; d++) {
+		xrcd[d] = droce_xrcd_alloc(L.end[1].dev);
+		xsrq[d] = xrcd[d] ? droce_srq_create_xrc(L.end[1].pd, xrcd[d],
+			cq[1], &sa) : NULL;
+		if (xsrq[d] == NULL)
+			abort();
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_SEND;
+	ia.cap.max_send_wr = 16;
+	ia.cap.max_send_sge = 2;
+	req[2] = droce_qp_create(L.end[0].pd, &ia, cq[0], NULL, NULL);
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_XRC_RECV;
+	resp[2] = droce_qp_create_xrc_recv(xrcd[0], 0, &ia);
+	if (req[2] == NULL || resp[2] == NULL)
+		abort();
+	connect_pair(2);
 }
 
 static void
@@ -128,6 +163,7 @@ setup(void)
 		abort();
 	make_qps(0);
 	make_qps(1);
+	make_xrc();
 }
 
 /* Keep the responder's receive queue full: two SGEs per WQE. */
@@ -140,7 +176,7 @@ top_up(int t)
 		;
 	while (droce_cq_poll(cq[0], wc, 16) > 0)
 		;
-	while (tp_rq_count(&resp[t]->rq) < NRECV) {
+	while (tp_rq_count(t == 2 ? &xsrq[0]->rq : &resp[t]->rq) < NRECV) {
 		uint32_t k = posted[t]++ % NRECV;
 		struct ibv_sge s[2] = {
 			{ .addr = (uintptr_t)(rmem + k * RBUF_LEN),
@@ -151,7 +187,8 @@ top_up(int t)
 		struct ibv_recv_wr wr = { .wr_id = k, .sg_list = s,
 			.num_sge = 2 }, *bad;
 
-		if (droce_qp_post_recv(resp[t], &wr, &bad) != 0)
+		if ((t == 2 ? droce_srq_post_recv(xsrq[0], &wr, &bad) :
+				droce_qp_post_recv(resp[t], &wr, &bad)) != 0)
 			break;
 	}
 }
@@ -194,6 +231,17 @@ decode(struct in *in, int t, uint8_t *f, uint32_t cap, int *raw)
 		if (!(droce_opcode_info[p.opcode | DROCE_TRANSPORT_UC].valid))
 			p.opcode = DROCE_OP_RC_WRITE_ONLY;
 		p.opcode |= DROCE_TRANSPORT_UC;
+	}
+	if (t == 2) {
+		uint32_t x = take(in, 1);
+
+		if (!(droce_opcode_info[p.opcode | DROCE_TRANSPORT_XRC].valid))
+			p.opcode = DROCE_OP_RC_SEND_ONLY;
+		p.opcode |= DROCE_TRANSPORT_XRC;
+		/* mostly its domain's SRQ; else the other's, none, any */
+		p.xrceth_srqn = x < 0xc0 ? droce_srq_num(xsrq[0]) :
+			x < 0xe0 ? droce_srq_num(xsrq[1]) : x < 0xf0 ? 0 :
+			take(in, 3);
 	}
 	p.dqpn = qp->qpn;
 	/* mostly the expected PSN, sometimes a little off */
@@ -270,7 +318,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (arena == NULL)
 		setup();
 	for (k = 0; k < 4 && in.n; k++) {
-		int t = take(&in, 1) & 1, raw;
+		int t = (int)(take(&in, 1) % 3), raw;
 		struct droce_qp *qp = resp[t];
 		const uint8_t *fp = f;
 		uint32_t len, e0, drops0;
@@ -286,8 +334,9 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		drops0 = (uint32_t)qp->st.rx_drop_uc;
 		droce_tp_rx_burst(L.end[1].q, &fp, &len, 1, L.now);
 		check_guards();
-		/* rejected: RC's PSN did not move, UC counted a drop */
-		if ((t == 0 && qp->epsn == e0) || (t == 1 &&
+		/* rejected: RC's (XRC's) PSN did not move, UC counted a
+		 * drop */
+		if ((t != 1 && qp->epsn == e0) || (t == 1 &&
 				(qp->st.rx_drop_uc != drops0 ||
 				qp->state == IBV_QPS_ERR))) {
 			if (memcmp(arena, shadow, ARENA) != 0)

@@ -408,7 +408,10 @@ qp_up(struct fakelink *l, int side, struct droce_qp *qp, uint32_t dqpn,
 		a.rq_psn = rq_psn;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
-		if (init.qp_type == IBV_QPT_RC) {
+		/* XRC's halves take RC's whole set (tp_qp.c) */
+		if (init.qp_type == IBV_QPT_RC ||
+				init.qp_type == IBV_QPT_XRC_SEND ||
+				init.qp_type == IBV_QPT_XRC_RECV) {
 			a.max_dest_rd_atomic = o->max_dest_rd_atomic;
 			a.min_rnr_timer = o->min_rnr_timer;
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -421,7 +424,8 @@ qp_up(struct fakelink *l, int side, struct droce_qp *qp, uint32_t dqpn,
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = sq_psn;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (init.qp_type == IBV_QPT_RC) {
+	if (init.qp_type == IBV_QPT_RC || init.qp_type == IBV_QPT_XRC_SEND ||
+			init.qp_type == IBV_QPT_XRC_RECV) {
 		a.timeout = o->timeout;
 		a.retry_cnt = o->retry_cnt;
 		a.rnr_retry = o->rnr_retry;

@@ -19,6 +19,7 @@ static const struct {
 	{ IBV_QPT_RC, DROCE_TRANSPORT_RC },
 	{ IBV_QPT_UC, DROCE_TRANSPORT_UC },
 	{ IBV_QPT_UD, DROCE_TRANSPORT_UD },
+	{ IBV_QPT_XRC_SEND, DROCE_TRANSPORT_XRC },
 };
 
 /* enum tp_seg -> the packet's place in its message */
@@ -109,6 +110,11 @@ main(void)
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_UC), uc, "UC builders");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_UD), IBV_QP_EX_WITH_SEND |
 		IBV_QP_EX_WITH_SEND_WITH_IMM, "UD builders");
+	/* XRC_SEND: RC's but ATOMIC WRITE; XRC_RECV sends nothing */
+	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_XRC_SEND), uc |
+		IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, "XRC_SEND builders");
+	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_XRC_RECV), 0, "XRC_RECV");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_RAW_PACKET), 0, "raw");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_DRIVER), 0, "driver");
 	CHECK(tp_wr_opcode(IBV_QPT_RC, IBV_WR_TSO) == NULL &&

@@ -75,6 +75,7 @@ main(int argc, char **argv)
 			p.ieth_rkey = 0x5678;
 			p.deth_qkey = 0x11111111;
 			p.deth_sqpn = 0x11;
+			p.xrceth_srqn = 0x2a;
 			if (oi->flags & DROCE_OPF_PAYLOAD) {
 				p.payload = payload;
 				/* non-final packets carry a full MTU, final

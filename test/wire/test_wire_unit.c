@@ -35,6 +35,10 @@ test_table(void)
 		0x14, 0x16, 0x17, 0x1c, 0x1d,
 		0x20, 0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29,
 		0x2a, 0x2b, 0x64, 0x65, 0x81,
+		/* XRC (IBTA 14.6): RC's 0x00-0x17 + 0xa0 */
+		0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7, 0xa8, 0xa9,
+		0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0, 0xb1, 0xb2, 0xb3,
+		0xb4, 0xb6, 0xb7,
 	};
 	unsigned int i, n = 0, sum;
 
@@ -57,7 +61,21 @@ test_table(void)
 		sum += (o->hdrs & DROCE_HDR_DETH) ? DROCE_DETH_LEN : 0;
 		sum += (o->hdrs & DROCE_HDR_CNP) ? 16 : 0;
 		sum += (o->hdrs & DROCE_HDR_FETH) ? DROCE_FETH_LEN : 0;
+		sum += (o->hdrs & DROCE_HDR_XRCETH) ? DROCE_XRCETH_LEN : 0;
 		CHECK_EQ(o->hdr_len, sum, o->name);
+		/* XRC: every request names the SRQ, no response does; and
+		 * each is its RC twin with the XRCETH added */
+		if ((i & 0xe0) == DROCE_TRANSPORT_XRC) {
+			const struct droce_opcode_info *rc =
+				&droce_opcode_info[i & 0x1f];
+
+			CHECK(!!(o->flags & DROCE_OPF_REQ) ==
+				!!(o->hdrs & DROCE_HDR_XRCETH), "%s xrceth",
+				o->name);
+			CHECK(rc->valid && rc->flags == o->flags &&
+				(rc->hdrs | (o->hdrs & DROCE_HDR_XRCETH)) ==
+				o->hdrs, "%s like RC", o->name);
+		}
 		CHECK_EQ(o->off_payload, o->hdr_len, o->name);
 		CHECK(!!(o->flags & DROCE_OPF_IMM) ==
 			!!(o->hdrs & DROCE_HDR_IMMDT), "%s imm", o->name);
@@ -72,6 +90,15 @@ test_table(void)
 	CHECK_EQ(droce_opcode_info[0x12].hdr_len, 24, "ATOMIC_ACK length");
 	CHECK_EQ(droce_opcode_info[0x65].off_immdt, 20, "UD SEND_ONLY_IMM ImmDt");
 	CHECK_EQ(droce_opcode_info[0x13].hdr_len, 40, "CMP_SWAP length");
+	/* XRCETH right after the BTH, before RETH / AtomicETH / ImmDt */
+	CHECK_EQ(droce_opcode_info[0xa4].off_xrceth, 12, "XRC SEND_ONLY XRCETH");
+	CHECK_EQ(droce_opcode_info[0xa4].hdr_len, 16, "XRC SEND_ONLY length");
+	CHECK_EQ(droce_opcode_info[0xab].off_reth, 16, "XRC WRITE_ONLY_IMM RETH");
+	CHECK_EQ(droce_opcode_info[0xab].off_immdt, 32, "XRC WRITE_ONLY_IMM ImmDt");
+	CHECK_EQ(droce_opcode_info[0xb3].off_atmeth, 16, "XRC CMP_SWAP AtomicETH");
+	CHECK_EQ(droce_opcode_info[0xb3].hdr_len, 44, "XRC CMP_SWAP length");
+	CHECK_EQ(droce_opcode_info[0xb1].hdr_len, 16, "XRC ACK length");
+	CHECK(!droce_opcode_info[0xbd].valid, "no XRC ATOMIC WRITE");
 	/* IBTA 1.5 ATOMIC WRITE: BTH + RETH, then the 8-byte payload */
 	CHECK_EQ(droce_opcode_info[0x1d].off_reth, 12, "ATOMIC_WRITE RETH");
 	CHECK_EQ(droce_opcode_info[0x1d].hdr_len, 28, "ATOMIC_WRITE length");
@@ -267,6 +294,7 @@ fill_pkt(struct droce_pkt *p, uint8_t op, int v6, int vlan, uint32_t plen,
 	p->deth_sqpn = 0x654321;
 	p->feth_plt = DROCE_FLUSH_GLOBAL | DROCE_FLUSH_PERSISTENT;
 	p->feth_sel = DROCE_FLUSH_MR;
+	p->xrceth_srqn = 0xabcdef;
 	if (droce_opcode_info[op].flags & DROCE_OPF_PAYLOAD) {
 		p->payload = payload;
 		p->payload_len = plen;
@@ -340,6 +368,8 @@ test_roundtrip(void)
 			if (oi->hdrs & DROCE_HDR_DETH)
 				CHECK(b.deth_qkey == 0x11111111 &&
 					b.deth_sqpn == 0x654321, "deth");
+			if (oi->hdrs & DROCE_HDR_XRCETH)
+				CHECK_EQ(b.xrceth_srqn, 0xabcdef, "xrceth");
 			/* And back again, byte for byte. */
 			len2 = droce_wire_build(&b, buf2, sizeof(buf2));
 			CHECK(len2 == len && memcmp(buf, buf2, len) == 0,
