@@ -14,7 +14,7 @@
 
 #include "tp_internal.h"
 
-enum { T_UD = 0, T_UC, T_RC, T_NB };
+enum { T_UD = 0, T_UC, T_RC, T_RAW, T_NB };
 
 struct qp_trans {
 	int valid;
@@ -33,6 +33,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY),
 				[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
 				[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+				[T_RAW] = M(PORT),
 			} },
 	},
 	[S(INIT)] = {
@@ -41,6 +42,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY),
 				[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
 				[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+				[T_RAW] = M(PORT),
 			} },
 		[S(RTR)] = { .valid = 1,
 			.req = {
@@ -127,6 +129,8 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 static int
 ttype(enum ibv_qp_type t)
 {
+	if (t == IBV_QPT_RAW_PACKET)
+		return T_RAW;
 	return t == IBV_QPT_UD ? T_UD : t == IBV_QPT_UC ? T_UC : T_RC;
 }
 
@@ -354,6 +358,7 @@ qpn_alloc(struct droce_dev *dev, uint32_t q)
 static void
 qp_free(struct droce_qp *qp)
 {
+	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
@@ -373,7 +378,8 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	uint32_t i, qpn;
 
 	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-			attr->qp_type != IBV_QPT_UD) || scq == NULL ||
+			attr->qp_type != IBV_QPT_UD &&
+			attr->qp_type != IBV_QPT_RAW_PACKET) || scq == NULL ||
 			rcq == NULL || cap->max_send_wr > lim->max_qp_wr ||
 			cap->max_recv_wr > lim->max_qp_wr ||
 			cap->max_send_sge > lim->max_sge ||
@@ -419,7 +425,8 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
 			(qp->sq.max_inline && qp->sq.inline_buf == NULL) ||
 			(srq == NULL && tp_rq_init(&qp->rq, cap->max_recv_wr,
-				cap->max_recv_sge) != 0))
+				cap->max_recv_sge) != 0) ||
+			(qp->type == IBV_QPT_RAW_PACKET && tp_raw_init(qp) != 0))
 		goto nomem;
 	for (i = 0; i < qp->sq.size; i++)
 		qp->sq.wqe[i].sge = &qp->sq.sges[(size_t)i * qp->sq.max_sge];
@@ -492,7 +499,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	struct droce_dev *dev = qp->dev;
 
 	pthread_mutex_lock(&dev->lock);
-	if (qp->nb_mcast) {
+	if (qp->nb_mcast || (qp->raw != NULL && qp->raw->nb_flows)) {
 		pthread_mutex_unlock(&dev->lock);
 		return -EBUSY;
 	}
@@ -506,6 +513,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	if (qp->srq)
 		qp->srq->refs--;
 	pthread_mutex_unlock(&dev->lock);
+	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);

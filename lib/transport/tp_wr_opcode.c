@@ -46,7 +46,8 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 			WRITE_ONLY_IMM),
 	},
 	[IBV_WR_SEND] = {
-		.qp_types = QPT(RC) | QPT(UC) | QPT(UD),
+		/* RAW_PACKET: one whole Ethernet frame (tp_raw_tx.c) */
+		.qp_types = QPT(RC) | QPT(UC) | QPT(UD) | QPT(RAW_PACKET),
 		.send_op = IBV_QP_EX_WITH_SEND,
 		.wc_opcode = IBV_WC_SEND,
 		.flags = TP_WRF_SEND | TP_WRF_PAYLOAD | TP_WRF_RWR,
@@ -113,7 +114,14 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 		.flags = TP_WRF_ATOMIC_WRITE,
 		.pkt = PKT1(ATOMIC_WRITE),
 	},
-	/* TSO, DRIVER1, FLUSH: no QP type takes them yet */
+	[IBV_WR_TSO] = {
+		/* headers and a payload cut into MSS segments (tp_raw_tx.c) */
+		.qp_types = QPT(RAW_PACKET),
+		.send_op = IBV_QP_EX_WITH_TSO,
+		.wc_opcode = IBV_WC_TSO,
+		.flags = TP_WRF_SEND | TP_WRF_PAYLOAD,
+	},
+	/* DRIVER1, FLUSH: no QP type takes them yet */
 };
 
 uint64_t
