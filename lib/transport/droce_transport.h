@@ -390,6 +390,10 @@ uint32_t droce_tp_queue_mcast_groups(const struct droce_tp_queue *q);
  * header with options and a TCP header with options fit. */
 #define DROCE_RAW_TSO_HDR_MAX 256u
 
+/** Packet pacing of a RAW_PACKET QP (IBV_QP_RATE_LIMIT), in kbit/s. */
+#define DROCE_RAW_RATE_MIN_KBPS 1u
+#define DROCE_RAW_RATE_MAX_KBPS 100000000u
+
 struct droce_flow;
 
 /**

@@ -463,6 +463,10 @@ struct tp_raw {
 	struct tp_raw_wqe *w;	/* per send WQE */
 	struct droce_flow *flows;
 	uint32_t nb_flows;
+	/* packet pacing (IBV_QP_RATE_LIMIT): 0, or kbit/s and when the
+	 * next frame may leave */
+	uint32_t rate_kbps;
+	uint64_t next_ns;
 };
 
 /* tp_raw.c */

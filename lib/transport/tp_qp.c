@@ -69,6 +69,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 					M(SQ_PSN) | M(MAX_QP_RD_ATOMIC),
 			},
 			.opt = {
+				[T_RAW] = M(RATE_LIMIT),
 				[T_UD] = M(CUR_STATE) | M(QKEY),
 				[T_UC] = M(CUR_STATE) | M(ALT_PATH) |
 					M(ACCESS_FLAGS) | M(PATH_MIG_STATE),
@@ -80,6 +81,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[S(RTS)] = {
 		[S(RTS)] = { .valid = 1,
 			.opt = {
+				[T_RAW] = M(RATE_LIMIT),
 				[T_UD] = M(CUR_STATE) | M(QKEY),
 				[T_UC] = M(CUR_STATE) | M(ACCESS_FLAGS) |
 					M(ALT_PATH) | M(PATH_MIG_STATE),
@@ -198,6 +200,10 @@ qp_chk_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		return -EINVAL;
 	if ((mask & M(MIN_RNR_TIMER)) && a->min_rnr_timer > 31)
 		return -EINVAL;
+	if ((mask & M(RATE_LIMIT)) && a->rate_limit != 0 &&
+			(a->rate_limit < DROCE_RAW_RATE_MIN_KBPS ||
+			a->rate_limit > DROCE_RAW_RATE_MAX_KBPS))
+		return -EINVAL;
 	if ((mask & M(ACCESS_FLAGS)) && (a->qp_access_flags &
 			~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
@@ -266,6 +272,8 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
 		tp_resp_res_resized(qp);
 	}
+	if ((mask & M(RATE_LIMIT)) && qp->raw != NULL)
+		qp->raw->rate_kbps = a->rate_limit;
 	if (mask & M(AV)) {
 		qp->av = *av;
 		tp_qp_set_template(qp);
@@ -326,6 +334,7 @@ droce_qp_query(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 	a->timeout = qp->timeout;
 	a->retry_cnt = qp->retry_cnt;
 	a->rnr_retry = qp->rnr_retry;
+	a->rate_limit = qp->raw != NULL ? qp->raw->rate_kbps : 0;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.port_num = 1;
 	memcpy(a->ah_attr.grh.dgid.raw, qp->av.dgid, 16);

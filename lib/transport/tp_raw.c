@@ -288,18 +288,28 @@ droce_flow_create(struct droce_qp *qp, const struct ibv_flow_attr *attr)
 	fl->qp = qp;
 	fl->priority = attr->priority;
 	for (i = 0; i < attr->num_of_specs; i++) {
-		const struct ibv_flow_spec *s = (const void *)p;
+		struct ibv_flow_spec s;
+		uint16_t size;
 
-		if (left < sizeof(s->hdr) || s->hdr.size < sizeof(s->hdr) ||
-				s->hdr.size > left) {
+		/* callers pack specs at 4-byte boundaries (perftest does),
+		 * and the union wants 8: look at a copy */
+		if (left < sizeof(s.hdr)) {
 			rc = -EINVAL;
 			goto fail;
 		}
-		rc = spec_add(fl, s);
+		memcpy(&s.hdr, p, sizeof(s.hdr));
+		size = s.hdr.size;
+		if (size < sizeof(s.hdr) || size > left) {
+			rc = -EINVAL;
+			goto fail;
+		}
+		memset(&s, 0, sizeof(s));
+		memcpy(&s, p, size < sizeof(s) ? size : sizeof(s));
+		rc = spec_add(fl, &s);
 		if (rc != 0)
 			goto fail;
-		p += s->hdr.size;
-		left -= s->hdr.size;
+		p += size;
+		left -= size;
 	}
 	/* behind the flows of the same or a lower priority value */
 	for (pp = &qp->raw->flows; *pp != NULL &&

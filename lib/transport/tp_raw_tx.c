@@ -205,6 +205,36 @@ tp_raw_fill(struct droce_qp *qp, struct tp_swqe *w,
 		wr->tso.hdr_sz);
 }
 
+/*
+ * Packet pacing (IBV_QP_RATE_LIMIT): may a frame leave now? After one of
+ * len bytes (the wire's 24 more of preamble, gap and FCS counted), the
+ * next may leave when the rate says. The clock is read once per pass, and
+ * passes come tens of microseconds apart: a QP may run up to
+ * TP_RAW_PACE_CREDIT_NS behind its schedule and catch up in one pass, or
+ * one frame per pass would be all a high rate ever got.
+ */
+#define TP_RAW_PACE_CREDIT_NS	200000
+
+static int
+pace_wait(const struct droce_qp *qp)
+{
+	return qp->raw->rate_kbps && qp->queue->now < qp->raw->next_ns;
+}
+
+static void
+pace_sent(struct droce_qp *qp, uint32_t len)
+{
+	struct tp_raw *r = qp->raw;
+	uint64_t now = qp->queue->now, t = r->next_ns;
+
+	if (t + TP_RAW_PACE_CREDIT_NS < now)
+		t = now - TP_RAW_PACE_CREDIT_NS;
+
+	if (r->rate_kbps)
+		r->next_ns = t + (uint64_t)(len + 24) * 8 * 1000000 /
+			r->rate_kbps;
+}
+
 /* len bytes of w's message at off into dst: 0 or -EPERM (a bad lkey). */
 static int
 copy_payload(struct droce_qp *qp, const struct tp_swqe *w, uint64_t off,
@@ -229,6 +259,8 @@ send_frame(struct droce_qp *qp, struct tp_swqe *w)
 	struct tp_raw_hdrs h;
 	uint8_t *buf;
 
+	if (pace_wait(qp))
+		return 0;
 	buf = tp_tx_get(qp->queue, len, &b);
 	if (buf == NULL)
 		return 0;
@@ -238,6 +270,7 @@ send_frame(struct droce_qp *qp, struct tp_swqe *w)
 			h.l3 != 0)
 		fill_csums(buf, len, &h);
 	tp_tx_done(qp, b, len);
+	pace_sent(qp, len);
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	return 1;
 }
@@ -265,7 +298,7 @@ send_tso(struct droce_qp *qp, struct tp_swqe *w)
 		struct droce_txbuf *b;
 		uint8_t *f, *tcp, fl;
 
-		if (!tp_tx_room(qp->queue))
+		if (!tp_tx_room(qp->queue) || pace_wait(qp))
 			break;
 		f = tp_tx_get(qp->queue, hs + plen, &b);
 		if (f == NULL)
@@ -295,6 +328,7 @@ send_tso(struct droce_qp *qp, struct tp_swqe *w)
 		tcp[13] = fl;
 		fill_csums(f, hs + plen, &h);
 		tp_tx_done(qp, b, hs + plen);
+		pace_sent(qp, hs + plen);
 		qp->cur_off += plen;
 		sent++;
 		if (last) {
@@ -332,7 +366,7 @@ tp_raw_progress(struct droce_qp *qp)
 		}
 		sent += rc;
 		if (w->state != TP_WQE_DONE)
-			break;	/* out of buffers or budget */
+			break;	/* out of buffers, budget or pacing time */
 		qp->sq.cur++;
 		qp->cur_off = 0;
 	}

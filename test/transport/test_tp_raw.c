@@ -379,6 +379,65 @@ main(void)
 	fl_run_idle(&L, 1000000);
 	CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "no more segments");
 
+	/* packet pacing: 10 frames of 1000 bytes at 8 Mbit/s take at least
+	 * 9 gaps of (1000 + 24) * 8 / 8e6 s, less the 200 us a QP may catch
+	 * up by */
+	{
+		struct ibv_qp_attr a;
+		uint64_t t0 = L.now, gap = (1000 + 24) * 8 * 1000000ull / 8000;
+		struct ibv_send_wr *bad;
+
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.rate_limit = 200000000;
+		CHECK_EQ(droce_qp_modify(tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
+			NULL), -EINVAL, "rate over the maximum: EINVAL");
+		a.rate_limit = 8000;
+		CHECK_EQ(droce_qp_modify(tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
+			NULL), 0, "rate limit 8 Mbit/s");
+		hl = headers(sb.p, 6, 0x10);
+		put16(sb.p + 16, (uint16_t)(1000 - 14));
+		s = sge_of(&sb, 0, 1000);
+		memset(&wr, 0, sizeof(wr));
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		for (i = 0; i < 10; i++) {
+			wr.wr_id = 100 + i;
+			wr.send_flags = i == 9 ? IBV_SEND_SIGNALED : 0;
+			CHECK_EQ(droce_qp_post_send(tx, &wr, &bad), 0, "paced post");
+		}
+		CHECK_EQ(wait_wc(&L, cq0, &wc, 100000000), 0, "paced sends done");
+		CHECK(wc.wr_id == 109 && L.now - t0 >= 9 * gap - 200000 &&
+			L.now - t0 < 12 * gap, "10 frames took %llu ns (gap %llu)",
+			(unsigned long long)(L.now - t0),
+			(unsigned long long)gap);
+		a.rate_limit = 0;
+		CHECK_EQ(droce_qp_modify(tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
+			NULL), 0, "rate limit off");
+		/* the TCP flow took them: drain and repost */
+		for (i = 0; i < 10; i++) {
+			struct ibv_sge rs;
+			struct ibv_recv_wr rw = { .num_sge = 1 }, *rbad;
+
+			if (wait_wc(&L, cq1, &wc, 1000000) != 0)
+				break;
+			rs = sge_of(&rb, (wc.wr_id % 128) * 2048, 2048);
+			rw.wr_id = wc.wr_id + 128;
+			rw.sg_list = &rs;
+			droce_qp_post_recv(rx, &rw, &rbad);
+		}
+		CHECK_EQ(i, 10, "10 paced frames received");
+		memset(&wr, 0, sizeof(wr));
+		hl = headers(hdr, 6, 0x10);
+		s = sge_of(&sb, 0, TSO_LEN);
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_TSO;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.tso.hdr = hdr;
+	}
+
 	/* posting rules */
 	wr.tso.hdr_sz = (uint16_t)(hl - 1);
 	CHECK_EQ(send_wr(tx, &wr), EINVAL, "TSO header not Eth/IP/TCP: EINVAL");
@@ -424,6 +483,53 @@ main(void)
 		CHECK_EQ(droce_qp_state(rx2), IBV_QPS_RTS, "QP goes on");
 		CHECK_EQ(droce_flow_destroy(fl), 0, "destroy");
 		CHECK_EQ(droce_qp_destroy(rx2), 0, "destroy small QP");
+	}
+
+	/* RoCE beside a flow that takes every frame it is offered: an RC
+	 * SEND still reaches its RC QP, the raw QP sees nothing */
+	{
+		struct ibv_flow_attr all = { .type = IBV_FLOW_ATTR_NORMAL,
+			.size = sizeof(all), .port = 1 };
+		struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				.max_send_sge = 1, .max_recv_sge = 1 } };
+		struct droce_qp *rca = droce_qp_create(L.end[0].pd, &ia, cq0,
+			cq0, NULL);
+		struct droce_qp *rcb = droce_qp_create(L.end[1].pd, &ia, cq1,
+			cq1, NULL);
+		struct ibv_sge rs = sge_of(&rb, 0, 4096);
+		struct ibv_recv_wr rw = { .wr_id = 999, .sg_list = &rs,
+			.num_sge = 1 };
+		struct ibv_recv_wr *rbad;
+		struct fl_qp_opts o;
+
+		fl = droce_flow_create(rx, &all);
+		CHECK(fl != NULL, "a flow with no spec (every non-RoCE frame)");
+		fl_qp_opts_default(&o);
+		CHECK_EQ(fl_connect(&L, rca, rcb, &o), 0, "RC pair");
+		CHECK_EQ(droce_qp_post_recv(rcb, &rw, &rbad), 0, "RC recv");
+		pattern(sb.p, 3000, 5);
+		s = sge_of(&sb, 0, 3000);
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 11;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.opcode = IBV_WR_SEND;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		CHECK_EQ(send_wr(rca, &wr), 0, "RC SEND");
+		CHECK_EQ(wait_wc(&L, cq1, &wc, 10000000), 0, "RC receive");
+		CHECK(wc.wr_id == 999 && wc.status == IBV_WC_SUCCESS &&
+			wc.byte_len == 3000 && wc.qp_num == droce_qp_num(rcb) &&
+			pattern_ok(rb.p, 3000, 5),
+			"the RC SEND reached its QP, not the raw one (wr %llu "
+			"status %d len %u qp %u)", (unsigned long long)wc.wr_id,
+			wc.status, wc.byte_len, wc.qp_num);
+		CHECK_EQ(wait_wc(&L, cq0, &wc, 10000000), 0, "RC send done");
+		fl_run_idle(&L, 1000000);
+		CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "nothing for the raw QP");
+		CHECK_EQ(droce_flow_destroy(fl), 0, "destroy the catch-all");
+		CHECK_EQ(droce_qp_destroy(rca), 0, "destroy RC");
+		CHECK_EQ(droce_qp_destroy(rcb), 0, "destroy RC");
 	}
 
 	CHECK_EQ(droce_qp_destroy(rc), 0, "destroy UD");
