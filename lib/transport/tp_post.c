@@ -76,6 +76,8 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 		return EINVAL;
 	if (wr->opcode == IBV_WR_BIND_MW && wr->bind_mw.mw == NULL)
 		return EINVAL;
+	if (qp->type == IBV_QPT_RAW_PACKET)
+		return tp_raw_check_wr(qp, wr, len);
 	if (qp->type == IBV_QPT_UD) {
 		if (wr->wr.ud.ah == NULL)
 			return EINVAL;
@@ -160,6 +162,8 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 	} else if (w->num_sge) {
 		memcpy(w->sge, wr->sg_list, sizeof(*w->sge) * w->num_sge);
 	}
+	if (qp->type == IBV_QPT_RAW_PACKET)
+		tp_raw_fill(qp, w, wr);
 }
 
 static int

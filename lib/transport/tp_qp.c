@@ -14,7 +14,7 @@
 
 #include "tp_internal.h"
 
-enum { T_UD = 0, T_UC, T_RC, T_NB };
+enum { T_UD = 0, T_UC, T_RC, T_RAW, T_NB };
 
 struct qp_trans {
 	int valid;
@@ -33,6 +33,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY),
 				[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
 				[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+				[T_RAW] = M(PORT),
 			} },
 	},
 	[S(INIT)] = {
@@ -41,6 +42,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 				[T_UD] = M(PKEY_INDEX) | M(PORT) | M(QKEY),
 				[T_UC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
 				[T_RC] = M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+				[T_RAW] = M(PORT),
 			} },
 		[S(RTR)] = { .valid = 1,
 			.req = {
@@ -67,6 +69,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 					M(SQ_PSN) | M(MAX_QP_RD_ATOMIC),
 			},
 			.opt = {
+				[T_RAW] = M(RATE_LIMIT),
 				[T_UD] = M(CUR_STATE) | M(QKEY),
 				[T_UC] = M(CUR_STATE) | M(ALT_PATH) |
 					M(ACCESS_FLAGS) | M(PATH_MIG_STATE),
@@ -78,6 +81,7 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 	[S(RTS)] = {
 		[S(RTS)] = { .valid = 1,
 			.opt = {
+				[T_RAW] = M(RATE_LIMIT),
 				[T_UD] = M(CUR_STATE) | M(QKEY),
 				[T_UC] = M(CUR_STATE) | M(ACCESS_FLAGS) |
 					M(ALT_PATH) | M(PATH_MIG_STATE),
@@ -127,6 +131,8 @@ static const struct qp_trans trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
 static int
 ttype(enum ibv_qp_type t)
 {
+	if (t == IBV_QPT_RAW_PACKET)
+		return T_RAW;
 	return t == IBV_QPT_UD ? T_UD : t == IBV_QPT_UC ? T_UC : T_RC;
 }
 
@@ -217,6 +223,10 @@ qp_chk_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		return -EINVAL;
 	if ((mask & M(MIN_RNR_TIMER)) && a->min_rnr_timer > 31)
 		return -EINVAL;
+	if ((mask & M(RATE_LIMIT)) && a->rate_limit != 0 &&
+			(a->rate_limit < DROCE_RAW_RATE_MIN_KBPS ||
+			a->rate_limit > DROCE_RAW_RATE_MAX_KBPS))
+		return -EINVAL;
 	if ((mask & M(ACCESS_FLAGS)) && (a->qp_access_flags &
 			~(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -286,6 +296,8 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		qp->max_dest_rd_atomic = a->max_dest_rd_atomic;
 		tp_resp_res_resized(qp);
 	}
+	if ((mask & M(RATE_LIMIT)) && qp->raw != NULL)
+		qp->raw->rate_kbps = a->rate_limit;
 	if (mask & M(AV)) {
 		qp->av = *av;
 		tp_qp_set_template(qp);
@@ -346,6 +358,7 @@ droce_qp_query(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 	a->timeout = qp->timeout;
 	a->retry_cnt = qp->retry_cnt;
 	a->rnr_retry = qp->rnr_retry;
+	a->rate_limit = qp->raw != NULL ? qp->raw->rate_kbps : 0;
 	a->ah_attr.is_global = 1;
 	a->ah_attr.port_num = 1;
 	memcpy(a->ah_attr.grh.dgid.raw, qp->av.dgid, 16);
@@ -378,6 +391,7 @@ qpn_alloc(struct droce_dev *dev, uint32_t q)
 static void
 qp_free(struct droce_qp *qp)
 {
+	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
@@ -402,8 +416,9 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	if (xrc && rcq == NULL && srq == NULL)
 		rcq = scq;
 	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-			attr->qp_type != IBV_QPT_UD && !xrc) || scq == NULL ||
-			rcq == NULL || (xrc && rcq != scq) ||
+			attr->qp_type != IBV_QPT_UD &&
+			attr->qp_type != IBV_QPT_RAW_PACKET && !xrc) ||
+			scq == NULL || rcq == NULL || (xrc && rcq != scq) ||
 			(srq != NULL && srq->xrcd != NULL) ||
 			cap->max_send_wr > lim->max_qp_wr ||
 			cap->max_recv_wr > lim->max_qp_wr ||
@@ -451,7 +466,8 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
 			(qp->sq.max_inline && qp->sq.inline_buf == NULL) ||
 			(srq == NULL && tp_rq_init(&qp->rq, cap->max_recv_wr,
-				cap->max_recv_sge) != 0))
+				cap->max_recv_sge) != 0) ||
+			(qp->type == IBV_QPT_RAW_PACKET && tp_raw_init(qp) != 0))
 		goto nomem;
 	for (i = 0; i < qp->sq.size; i++)
 		qp->sq.wqe[i].sge = &qp->sq.sges[(size_t)i * qp->sq.max_sge];
@@ -569,7 +585,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	struct droce_dev *dev = qp->dev;
 
 	pthread_mutex_lock(&dev->lock);
-	if (qp->nb_mcast) {
+	if (qp->nb_mcast || (qp->raw != NULL && qp->raw->nb_flows)) {
 		pthread_mutex_unlock(&dev->lock);
 		return -EBUSY;
 	}
@@ -589,6 +605,7 @@ droce_qp_destroy(struct droce_qp *qp)
 			qp->srq->refs--;
 	}
 	pthread_mutex_unlock(&dev->lock);
+	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);

@@ -104,6 +104,9 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	struct droce_qp *qp;
 	int rc, len_bad;
 
+	/* a frame the dataplane passed for the queue's flows */
+	if (q->nb_raw_flows != 0 && tp_raw_rx(q, frame, len))
+		return;
 	q->st.rx_pkts++;
 	q->st.rx_bytes += len;
 	if (len < 6 || !mac_ours(q, frame, len))

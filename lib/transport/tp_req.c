@@ -334,6 +334,8 @@ tp_req_progress(struct droce_qp *qp)
 {
 	int sent = 0, rc;
 
+	if (qp->type == IBV_QPT_RAW_PACKET)
+		return tp_raw_progress(qp);	/* no IB transport */
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return 0;
 	if (qp->rnr_deadline)

@@ -50,7 +50,9 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 			WRITE_ONLY_IMM),
 	},
 	[IBV_WR_SEND] = {
-		.qp_types = QPT(RC) | QPT(UC) | QPT(UD) | QPT(XRC_SEND),
+		/* RAW_PACKET: one whole Ethernet frame (tp_raw_tx.c) */
+		.qp_types = QPT(RC) | QPT(UC) | QPT(UD) | QPT(XRC_SEND) |
+			QPT(RAW_PACKET),
 		.send_op = IBV_QP_EX_WITH_SEND,
 		.wc_opcode = IBV_WC_SEND,
 		.flags = TP_WRF_SEND | TP_WRF_PAYLOAD | TP_WRF_RWR,
@@ -117,6 +119,13 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 		.flags = TP_WRF_ATOMIC_WRITE,
 		.pkt = PKT1(ATOMIC_WRITE),
 	},
+	[IBV_WR_TSO] = {
+		/* headers and a payload cut into MSS segments (tp_raw_tx.c) */
+		.qp_types = QPT(RAW_PACKET),
+		.send_op = IBV_QP_EX_WITH_TSO,
+		.wc_opcode = IBV_WC_TSO,
+		.flags = TP_WRF_SEND | TP_WRF_PAYLOAD,
+	},
 	[DROCE_WR_FLUSH] = {
 		/* IBTA 1.5: RC only; a range or a whole MR made visible or
 		 * persistent, no local data (droce_qp_post_send's fields) */
@@ -126,7 +135,7 @@ const struct tp_wr_opcode_info tp_wr_opcode_info[TP_WR_OPCODE_NUM] = {
 		.flags = TP_WRF_FLUSH,
 		.pkt = PKT1(FLUSH),
 	},
-	/* TSO, DRIVER1: no QP type takes them yet */
+	/* DRIVER1: no QP type takes it */
 };
 
 uint64_t

@@ -115,9 +115,13 @@ main(void)
 		IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
 		IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, "XRC_SEND builders");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_XRC_RECV), 0, "XRC_RECV");
-	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_RAW_PACKET), 0, "raw");
+	/* RAW_PACKET: whole frames, and TSO (tp_raw_tx.c) */
+	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_RAW_PACKET),
+		IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_TSO, "raw");
 	CHECK_EQ(droce_qp_type_send_ops(IBV_QPT_DRIVER), 0, "driver");
 	CHECK(tp_wr_opcode(IBV_QPT_RC, IBV_WR_TSO) == NULL &&
+		tp_wr_opcode(IBV_QPT_UD, IBV_WR_TSO) == NULL &&
+		tp_wr_opcode(IBV_QPT_RAW_PACKET, IBV_WR_SEND_WITH_IMM) == NULL &&
 		tp_wr_opcode(IBV_QPT_RC, (enum ibv_wr_opcode)200) == NULL,
 		"opcodes no QP takes");
 	/* IBTA 1.5: ATOMIC WRITE is RC's alone */
