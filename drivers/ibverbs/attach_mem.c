@@ -168,23 +168,24 @@ range_insert(const struct range *r)
 	return 0;
 }
 
+/* Entry i out of a list of n ranges, the rest moved down. */
+static void
+list_remove(struct range *list, uint32_t *n, uint32_t i)
+{
+	memmove(&list[i], &list[i + 1], (*n - i - 1) * sizeof(*list));
+	(*n)--;
+}
+
 /* A range no MR uses: its memfd closes (the pages stay on it). */
 static void
 range_drop(struct range *r)
 {
-	uint32_t i;
-
 	close(r->fd);
 	seg_free(r->seg);
-	if (ngone != 0 && r >= gone && r < gone + ngone) {
-		i = (uint32_t)(r - gone);
-		memmove(&gone[i], &gone[i + 1], (ngone - i - 1) * sizeof(*gone));
-		ngone--;
-		return;
-	}
-	i = (uint32_t)(r - ranges);
-	memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
-	nranges--;
+	if (ngone != 0 && r >= gone && r < gone + ngone)
+		list_remove(gone, &ngone, (uint32_t)(r - gone));
+	else
+		list_remove(ranges, &nranges, (uint32_t)(r - ranges));
 }
 
 /* ranges[i] no longer backs its addresses: out of the address map. */
@@ -205,8 +206,7 @@ range_forget(uint32_t i)
 		gone_cap = nc;
 	}
 	gone[ngone++] = ranges[i];
-	memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
-	nranges--;
+	list_remove(ranges, &nranges, i);
 	return 0;
 }
 

@@ -25,32 +25,41 @@
 	IBV_ACCESS_ON_DEMAND | DROCE_ACCESS_FLUSH_GLOBAL | \
 	DROCE_ACCESS_FLUSH_PERSISTENT)
 
+/* The errno access (ORed optional flags already cleared) gets on the
+ * context c, 0 if droce takes it; ibv_reg_mr and ibv_rereg_mr ask it. */
+static int
+access_errno(struct ibv_context *c, unsigned int access)
+{
+	if (access & ~(unsigned int)DV_ACCESS_SUPPORTED)
+		return EOPNOTSUPP;	/* huge-page hints: not droce's */
+	if (!da_attached(c))
+		return 0;
+	/* droced reaches only memory the application shares with it: no
+	 * on-demand paging attached (doc/daemon.md) */
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return EOPNOTSUPP;
+	/* nor anything with storage behind it: the pages move onto a
+	 * memfd, so no FLUSH can make them persistent */
+	if (access & DROCE_ACCESS_FLUSH_PERSISTENT)
+		return EINVAL;
+	return 0;
+}
+
 static struct ibv_mr *
 reg_mr(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 		unsigned int access)
 {
 	struct droce_mr *mr;
 	struct ibv_mr *m;
+	int rc;
 
 	access &= ~(unsigned int)IBV_ACCESS_OPTIONAL_RANGE;
-	if (access & ~(unsigned int)DV_ACCESS_SUPPORTED) {
-		/* huge-page hints: not droce's */
-		errno = EOPNOTSUPP;
+	rc = access_errno(ibpd->context, access);
+	if (rc != 0) {
+		errno = rc;
 		return NULL;
 	}
 	if (da_attached(ibpd->context)) {
-		/* droced reaches only memory the application shares with
-		 * it: no on-demand paging attached (doc/daemon.md) */
-		if (access & IBV_ACCESS_ON_DEMAND) {
-			errno = EOPNOTSUPP;
-			return NULL;
-		}
-		/* nor anything with storage behind it: the pages move
-		 * onto a memfd, so no FLUSH can make them persistent */
-		if (access & DROCE_ACCESS_FLUSH_PERSISTENT) {
-			errno = EINVAL;
-			return NULL;
-		}
 		return da_reg_mr(ibpd, addr, length, iova,
 			access & ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING);
 	}
@@ -174,8 +183,8 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) &&
-			(acc & ~(unsigned int)DV_ACCESS_SUPPORTED)) {
-		errno = EOPNOTSUPP;
+			(rc = access_errno(mr->context, acc)) != 0) {
+		errno = rc;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
 	acc &= ~(unsigned int)IBV_ACCESS_RELAXED_ORDERING;

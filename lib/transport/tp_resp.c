@@ -55,10 +55,7 @@ rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
 	wc->byte_len = len;
 	wc->qp_num = qp->qpn;
 	wc->src_qp = src_qp;
-	wc->wc_flags = flags;
-	wc->slid = 0;
-	wc->dlid_path_bits = 0;
-	wc->pkey_index = 0;
+	wc->wc_flags = flags;	/* the slot is zeroed: slid, pkey_index 0 */
 	/*
 	 * RoCE has no SL; for a UD receive a ConnectX reports the frame's
 	 * kind there (its PRM: bit 3 UDP, i.e. RoCEv2; bits 2:0 the L3
