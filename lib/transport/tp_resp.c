@@ -433,6 +433,23 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 	return 0;
 }
 
+/* An ATOMIC WRITE or FLUSH done: a responder resource that answers it,
+ * and its duplicates, with a READ response ONLY of no payload. */
+static void
+empty_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
+{
+	struct tp_res *r;
+
+	qp->msn = droce_psn_add(qp->msn, 1);
+	r = res_alloc(qp);
+	r->is_empty_resp = 1;
+	r->first_psn = r->last_psn = r->cur_psn = pkt->psn;
+	r->len = 0;
+	r->msn = qp->msn;
+	tp_res_set_pending(qp, r);
+	qp->epsn = droce_psn_add(pkt->psn, 1);
+}
+
 /*
  * IBTA 1.5 ATOMIC WRITE at the expected PSN: 8 bytes to an 8-byte aligned
  * address under an rkey with remote write access (rxe's check_rkey and
@@ -444,7 +461,6 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 static int
 exec_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
-	struct tp_res *r;
 	uint64_t *p, v;
 
 	/* no resource to answer from, a length other than 8, a misaligned
@@ -474,14 +490,7 @@ exec_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt)
 	 * whoever sees the word (rxe: smp_store_release) */
 	memcpy(&v, pkt->payload, sizeof(v));
 	__atomic_store_n(p, v, __ATOMIC_RELEASE);
-	qp->msn = droce_psn_add(qp->msn, 1);
-	r = res_alloc(qp);
-	r->is_empty_resp = 1;
-	r->first_psn = r->last_psn = r->cur_psn = pkt->psn;
-	r->len = 0;
-	r->msn = qp->msn;
-	tp_res_set_pending(qp, r);
-	qp->epsn = droce_psn_add(pkt->psn, 1);
+	empty_resp(qp, pkt);
 	return 0;
 }
 
@@ -502,7 +511,6 @@ exec_flush(struct droce_qp *qp, const struct droce_pkt *pkt)
 	unsigned int plt = pkt->feth_plt, need = 0;
 	uint64_t va = pkt->reth_va, len = pkt->reth_len, iova, mlen;
 	struct droce_mr *mr;
-	struct tp_res *r;
 	uint8_t *base;
 
 	if (plt & DROCE_FLUSH_GLOBAL)
@@ -540,14 +548,7 @@ exec_flush(struct droce_qp *qp, const struct droce_pkt *pkt)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	qp->st.flushes++;
 	qp->st.flush_rxe_icrc += pkt->icrc_rxe_flush;
-	qp->msn = droce_psn_add(qp->msn, 1);
-	r = res_alloc(qp);
-	r->is_empty_resp = 1;
-	r->first_psn = r->last_psn = r->cur_psn = pkt->psn;
-	r->len = 0;
-	r->msn = qp->msn;
-	tp_res_set_pending(qp, r);
-	qp->epsn = droce_psn_add(pkt->psn, 1);
+	empty_resp(qp, pkt);
 	return 0;
 }
 

@@ -30,6 +30,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "side_channel.h"
+
 #define BUF 4096
 
 struct info {
@@ -41,60 +43,6 @@ struct info {
 static const char *dev_name;
 static int gidx = 1, words = 64, ex_only, one_way;
 static const char *port = "18515";
-
-static int
-tcp_connect(const char *host)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	int fd = -1, i;
-
-	if (getaddrinfo(host, port, &hints, &res))
-		return -1;
-	for (i = 0; i < 100 && fd < 0; i++) {
-		fd = socket(res->ai_family, res->ai_socktype, 0);
-		if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-			close(fd);
-			fd = -1;
-			usleep(100000);
-		}
-	}
-	freeaddrinfo(res);
-	return fd;
-}
-
-static int
-tcp_accept(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-		.sin_port = htons((uint16_t)atoi(port)) };
-	int one = 1, l, fd;
-
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1))
-		return -1;
-	fd = accept(l, NULL, NULL);
-	close(l);
-	return fd;
-}
-
-static int
-xfer(int fd, const void *out, void *in, size_t len)
-{
-	size_t got = 0;
-
-	if (write(fd, out, len) != (ssize_t)len)
-		return -1;
-	while (got < len) {
-		ssize_t r = read(fd, (char *)in + got, len - got);
-
-		if (r <= 0)
-			return -1;
-		got += (size_t)r;
-	}
-	return 0;
-}
 
 static uint8_t
 fill(size_t i)
@@ -339,8 +287,8 @@ main(int argc, char **argv)
 	me.rkey = mr->rkey;
 	me.addr = (uintptr_t)buf;
 	memcpy(me.gid, gid.raw, 16);
-	fd = is_server ? tcp_accept() : tcp_connect(server);
-	if (fd < 0 || xfer(fd, &me, &peer, sizeof(me)) != 0) {
+	fd = is_server ? side_accept(port) : side_connect(server, port);
+	if (fd < 0 || side_xfer(fd, &me, &peer, sizeof(me)) != 0) {
 		fprintf(stderr, "awr_pair: exchange failed\n");
 		return 1;
 	}
@@ -349,42 +297,42 @@ main(int argc, char **argv)
 		return 1;
 	}
 	/* both ready before anything is written */
-	if (xfer(fd, &ok, &peer_ok, 1) != 0)
+	if (side_xfer(fd, &ok, &peer_ok, 1) != 0)
 		return 1;
 	if (!is_server) {	/* client writes first */
 		ok = send_words(qp, cq, mr, src, &peer, 0) == 0;
 		/* 2: sent; 3: the server's check; 4: the server sent */
-		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
+		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
 			goto out;
-		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
+		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
 			goto out;	/* the server found its bytes wrong */
 		if (one_way) {
 			rc = 0;
 			goto out;
 		}
-		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
+		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
 			goto out;
 		ok = check_words(buf, 1) == 0;
 		/* 5: our check */
-		if (xfer(fd, &ok, &peer_ok, 1) != 0)
+		if (side_xfer(fd, &ok, &peer_ok, 1) != 0)
 			goto out;
 		rc = ok ? 0 : 1;
 	} else {
 		uint8_t sent_ok;
 
-		if (xfer(fd, &ok, &sent_ok, 1) != 0 || !sent_ok)
+		if (side_xfer(fd, &ok, &sent_ok, 1) != 0 || !sent_ok)
 			goto out;
 		ok = check_words(buf, 0) == 0;
-		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
+		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
 			goto out;
 		if (one_way) {
 			rc = 0;
 			goto out;
 		}
 		ok = send_words(qp, cq, mr, src, &peer, 1) == 0;
-		if (xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
+		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
 			goto out;
-		if (xfer(fd, &ok, &peer_ok, 1) != 0)
+		if (side_xfer(fd, &ok, &peer_ok, 1) != 0)
 			goto out;
 		rc = peer_ok ? 0 : 1;
 	}

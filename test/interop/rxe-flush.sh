@@ -17,7 +17,8 @@ work=$(mktemp -d /var/tmp/droce-rxeflush.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 inc=$("$here/../tools/verbs56-headers.sh" "${DROCE_VERBS56_DIR:-/var/tmp/droce-verbs56}") ||
 	{ echo "FAIL: no rdma-core 56 headers to build flush_pair with"; exit 1; }
-cc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$inc" -o "$work/flush_pair" \
+cc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$inc" -I"$here/../common" \
+	-o "$work/flush_pair" \
 	"$here/../verbs/flush_pair.c" -libverbs ||
 	{ echo "FAIL: flush_pair does not build against $inc"; exit 1; }
 RXE_SUITE=trixie "$here/rxe-pair.sh" "$run" "$pcap" "$role" "${opts[@]}" \

@@ -42,6 +42,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "side_channel.h"
+
 
 #define CHUNK 8192
 #define MAX_CHUNKS 64
@@ -64,50 +66,11 @@ static const char *port = "18515";
 #define FAIL(...) do { fprintf(stderr, "FAIL: " __VA_ARGS__); \
 	fprintf(stderr, "\n"); exit(1); } while (0)
 
-static int
-tcp_connect(const char *host)
-{
-	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-	struct addrinfo *res;
-	int fd = -1, i;
-
-	if (getaddrinfo(host, port, &hints, &res))
-		return -1;
-	for (i = 0; i < 100 && fd < 0; i++) {
-		fd = socket(res->ai_family, res->ai_socktype, 0);
-		if (connect(fd, res->ai_addr, res->ai_addrlen) != 0) {
-			close(fd);
-			fd = -1;
-			usleep(100000);
-		}
-	}
-	freeaddrinfo(res);
-	return fd;
-}
-
-static int
-tcp_accept(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET,
-		.sin_port = htons((uint16_t)atoi(port)) };
-	int one = 1, l, fd;
-
-	l = socket(AF_INET, SOCK_STREAM, 0);
-	setsockopt(l, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1))
-		return -1;
-	fd = accept(l, NULL, NULL);
-	close(l);
-	return fd;
-}
-
 static void
 xfer(int fd, const void *out, void *in, size_t len)
 {
-	if (write(fd, out, len) != (ssize_t)len)
-		FAIL("side channel write");
-	if (in != NULL && recv(fd, in, len, MSG_WAITALL) != (ssize_t)len)
-		FAIL("side channel read");
+	if (side_xfer(fd, out, in, len) != 0)
+		FAIL("side channel");
 }
 
 /* The byte at offset j of chunk i. */
@@ -462,7 +425,7 @@ main(int argc, char **argv)
 	me.addr2 = (uintptr_t)buf2;
 	me.pid = getpid();
 	memcpy(me.gid, gid.raw, 16);
-	fd = srv ? tcp_connect(srv) : tcp_accept();
+	fd = srv ? side_connect(srv, port) : side_accept(port);
 	if (fd < 0)
 		FAIL("side channel");
 	xfer(fd, &me, &peer, sizeof(me));
