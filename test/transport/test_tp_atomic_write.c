@@ -393,7 +393,6 @@ post_refusal(const char *what, enum ibv_qp_type t, uint32_t len,
 	struct pair p;
 	struct ibv_send_wr wr[2], *bad = NULL;
 	struct ibv_sge s[2];
-	struct ibv_wc wc;
 	int rc;
 
 	pair_make_t(&p, t, NULL, ACC_ALL, 0);
@@ -410,14 +409,7 @@ post_refusal(const char *what, enum ibv_qp_type t, uint32_t len,
 		pair_free(&p);
 		return;
 	}
-	rc = droce_qp_post_send(p.qp[0], &wr[0], &bad);
-	CHECK_EQF(rc, EINVAL, "%s: EINVAL", what);
-	CHECK(bad == &wr[1], "%s: bad_wr at the ATOMIC WRITE", what);
-	CHECK_EQF(wait_one(&p, 0, &wc), 0, "%s: the WRITE before", what);
-	CHECK_EQF(wc.wr_id, 1, "%s: only the WRITE", what);
-	fl_run_idle(&L, 10000000);
-	CHECK_EQF(droce_cq_poll(p.cq[0], &wc, 1), 0, "%s: nothing else", what);
-	CHECK_EQF(droce_qp_state(p.qp[0]), IBV_QPS_RTS, "%s: QP fine", what);
+	expect_refused_after(&L, p.qp[0], p.cq[0], &wr[0], what);
 	pair_free(&p);
 }
 

@@ -507,7 +507,6 @@ post_refusal(const char *what, enum ibv_qp_type t, uint64_t len,
 {
 	struct ibv_send_wr wr[2], *bad = NULL;
 	struct ibv_sge s[2];
-	struct ibv_wc wc;
 	struct pair p;
 	int rc;
 
@@ -528,14 +527,7 @@ post_refusal(const char *what, enum ibv_qp_type t, uint64_t len,
 		pair_free(&p);
 		return;
 	}
-	rc = droce_qp_post_send(p.qp[0], &wr[0], &bad);
-	CHECK_EQF(rc, EINVAL, "%s: EINVAL", what);
-	CHECK(bad == &wr[1], "%s: bad_wr at the FLUSH", what);
-	CHECK_EQF(wait_one(&p, 0, &wc), 0, "%s: the WRITE before", what);
-	CHECK_EQF(wc.wr_id, 1, "%s: only the WRITE", what);
-	fl_run_idle(&L, 10000000);
-	CHECK_EQF(droce_cq_poll(p.cq[0], &wc, 1), 0, "%s: nothing else", what);
-	CHECK_EQF(droce_qp_state(p.qp[0]), IBV_QPS_RTS, "%s: QP fine", what);
+	expect_refused_after(&L, p.qp[0], p.cq[0], &wr[0], what);
 	pair_free(&p);
 }
 

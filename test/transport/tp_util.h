@@ -88,4 +88,27 @@ sge_of(struct tbuf *b, size_t off, uint32_t len)
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
+/*
+ * wr, a WRITE, then wr->next, which qp must refuse at posting as
+ * ibv_post_send(3) says: EINVAL, *bad_wr at it, the WRITE done and nothing
+ * else, the QP still in RTS.
+ */
+static inline void
+expect_refused_after(struct fakelink *l, struct droce_qp *qp,
+		struct droce_cq *cq, struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc;
+	int rc;
+
+	rc = droce_qp_post_send(qp, wr, &bad);
+	CHECK(rc == EINVAL, "%s: EINVAL, not %d", what, rc);
+	CHECK(bad == wr->next, "%s: bad_wr at the refused WR", what);
+	CHECK(wait_wc(l, cq, &wc, 1000000000) == 0 && wc.wr_id == wr->wr_id,
+		"%s: the WRITE before it done, and only it", what);
+	fl_run_idle(l, 10000000);
+	CHECK(droce_cq_poll(cq, &wc, 1) == 0, "%s: nothing else", what);
+	CHECK(droce_qp_state(qp) == IBV_QPS_RTS, "%s: QP fine", what);
+}
+
 #endif
