@@ -450,27 +450,12 @@ crafted(const char *what, uint8_t plt, uint8_t sel)
 	struct pair p;
 	struct droce_pkt pkt;
 	struct droce_tp_stats st;
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr ia;
 	uint8_t frame[256];
 	const uint8_t *fp = frame;
 	uint32_t len;
 
 	pair_make(&p, ACC_ALL | DROCE_ACCESS_FLUSH_GLOBAL, 0);
-	droce_qp_query(p.qp[1], &a, 0, &ia);
-	memset(&pkt, 0, sizeof(pkt));
-	memcpy(pkt.dst_mac, L.end[1].mac, 6);
-	memcpy(pkt.src_mac, L.end[0].mac, 6);
-	pkt.ip_ver = 4;
-	pkt.ttl = 64;
-	droce_gid_from_ipv4(pkt.sgid, L.end[0].ip);
-	droce_gid_from_ipv4(pkt.dgid, L.end[1].ip);
-	pkt.udp_sport = 0xc000;
-	pkt.opcode = DROCE_OP_RC_FLUSH;
-	pkt.pkey = 0xffff;
-	pkt.dqpn = droce_qp_num(p.qp[1]);
-	pkt.psn = a.rq_psn;
-	pkt.ackreq = 1;
+	fl_request_pkt(&L, p.qp[1], DROCE_OP_RC_FLUSH, &pkt);
 	pkt.feth_plt = plt;
 	pkt.feth_sel = sel;
 	pkt.reth_va = REMOTE(&p, 0);

@@ -111,4 +111,32 @@ expect_refused_after(struct fakelink *l, struct droce_qp *qp,
 	CHECK(droce_qp_state(qp) == IBV_QPS_RTS, "%s: QP fine", what);
 }
 
+/*
+ * A request from side 0 to qp (side 1's) at the PSN it expects, opcode
+ * set, every header field the caller does not set zero: for crafting
+ * what no requester sends.
+ */
+static inline void
+fl_request_pkt(struct fakelink *l, struct droce_qp *qp, uint8_t opcode,
+		struct droce_pkt *pkt)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+
+	droce_qp_query(qp, &a, 0, &ia);
+	memset(pkt, 0, sizeof(*pkt));
+	memcpy(pkt->dst_mac, l->end[1].mac, 6);
+	memcpy(pkt->src_mac, l->end[0].mac, 6);
+	pkt->ip_ver = 4;
+	pkt->ttl = 64;
+	droce_gid_from_ipv4(pkt->sgid, l->end[0].ip);
+	droce_gid_from_ipv4(pkt->dgid, l->end[1].ip);
+	pkt->udp_sport = 0xc000;
+	pkt->opcode = opcode;
+	pkt->pkey = 0xffff;
+	pkt->dqpn = droce_qp_num(qp);
+	pkt->psn = a.rq_psn;
+	pkt->ackreq = 1;
+}
+
 #endif
