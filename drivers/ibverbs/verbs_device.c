@@ -328,6 +328,8 @@ ibv_open_device(struct ibv_device *device)
 	v->create_qp_ex = dv_create_qp_ex;
 	v->create_srq_ex = dv_create_srq_ex;
 	v->get_srq_num = dv_get_srq_num;
+	v->ibv_create_flow = dv_create_flow;
+	v->ibv_destroy_flow = dv_destroy_flow;
 	v->context.device = device;
 	v->context.cmd_fd = -1;
 	v->context.num_comp_vectors = 1;
