@@ -332,6 +332,8 @@ ibv_open_device(struct ibv_device *device)
 	v->open_xrcd = dv_open_xrcd;
 	v->close_xrcd = dv_close_xrcd;
 	v->open_qp = dv_open_qp;
+	v->ibv_create_flow = dv_create_flow;
+	v->ibv_destroy_flow = dv_destroy_flow;
 	v->context.device = device;
 	v->context.cmd_fd = -1;
 	v->context.num_comp_vectors = 1;

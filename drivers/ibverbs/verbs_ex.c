@@ -183,13 +183,28 @@ wr_send_inv(struct ibv_qp_ex *q, uint32_t rkey)
 		w->invalidate_rkey = rkey;
 }
 
+/* The headers are copied now: the caller may reuse them at once (a
+ * NIC's provider writes them into the WQE). */
 static void
 wr_send_tso(struct ibv_qp_ex *q, void *hdr, uint16_t hdr_sz, uint16_t mss)
 {
-	(void)hdr;
-	(void)hdr_sz;
-	(void)mss;
-	wr_new(QPX(q), IBV_WR_TSO, IBV_QP_EX_WITH_TSO);	/* never allowed */
+	struct dv_qp *qp = QPX(q);
+	struct ibv_send_wr *w;
+	uint8_t *copy;
+
+	if (hdr_sz > DROCE_RAW_TSO_HDR_MAX || (hdr == NULL && hdr_sz)) {
+		qp->wr_err = qp->wr_err ? qp->wr_err : EINVAL;
+		return;
+	}
+	w = wr_new(qp, IBV_WR_TSO, IBV_QP_EX_WITH_TSO);
+	if (w == NULL)
+		return;
+	copy = qp->tso_hdr + (size_t)(qp->nwr - 1) * DROCE_RAW_TSO_HDR_MAX;
+	if (hdr_sz)
+		memcpy(copy, hdr, hdr_sz);
+	w->tso.hdr = copy;
+	w->tso.hdr_sz = hdr_sz;
+	w->tso.mss = mss;
 }
 
 /*
@@ -402,10 +417,13 @@ dv_qp_ex_setup(struct dv_qp *qp, uint64_t send_ops)
 	qp->inl = qp->max_inline ? malloc((size_t)cap * qp->max_inline) : NULL;
 	qp->awr = (send_ops & IBV_QP_EX_WITH_ATOMIC_WRITE) ?
 		calloc(cap, sizeof(*qp->awr)) : NULL;
+	qp->tso_hdr = (send_ops & IBV_QP_EX_WITH_TSO) ?
+		malloc((size_t)cap * DROCE_RAW_TSO_HDR_MAX) : NULL;
 	if (qp->wrs == NULL || qp->sges == NULL ||
 			(qp->max_inline && qp->inl == NULL) ||
 			((send_ops & IBV_QP_EX_WITH_ATOMIC_WRITE) &&
-			qp->awr == NULL)) {
+			qp->awr == NULL) ||
+			((send_ops & IBV_QP_EX_WITH_TSO) && qp->tso_hdr == NULL)) {
 		dv_qp_ex_fini(qp);
 		errno = ENOMEM;
 		return -1;
@@ -445,6 +463,8 @@ dv_qp_ex_fini(struct dv_qp *qp)
 	free(qp->sges);
 	free(qp->inl);
 	free(qp->awr);
+	free(qp->tso_hdr);
+	qp->tso_hdr = NULL;
 	qp->wrs = NULL;
 	qp->sges = NULL;
 	qp->inl = NULL;
@@ -576,7 +596,6 @@ dv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input
 	if (rc)
 		return rc;
 	a.max_dm_size = 0;
-	a.raw_packet_caps = 0;
 	/* the 64-bit flags include the 32 of ibv_device_attr, as the
 	 * kernel's extended query reports them */
 	a.device_cap_flags_ex = a.orig_attr.device_cap_flags |
@@ -584,6 +603,19 @@ dv_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input
 	if (!da_attached(c)) {
 		/* an MR over a shared file mapping: msync */
 		a.device_cap_flags_ex |= DV_DEVICE_FLUSH_PERSISTENT;
+		/* RAW_PACKET QPs (in process only): flow steering, checksums
+		 * both ways, TSO and packet pacing in software
+		 * (lib/transport/tp_raw_tx.c) */
+		a.device_cap_flags_ex |= IBV_DEVICE_RAW_IP_CSUM |
+			IBV_DEVICE_MANAGED_FLOW_STEERING;
+		a.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
+		a.tso_caps.max_tso = DROCE_RAW_MAX_TSO;
+		a.tso_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+		a.packet_pacing_caps.qp_rate_limit_min =
+			DROCE_RAW_RATE_MIN_KBPS;
+		a.packet_pacing_caps.qp_rate_limit_max =
+			DROCE_RAW_RATE_MAX_KBPS;
+		a.packet_pacing_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
 		/* nothing is pinned: every MR may be on demand, the whole
 		 * address space too (implicit), for every operation */
 		a.odp_caps.general_caps = IBV_ODP_SUPPORT |

@@ -144,6 +144,7 @@ struct dv_qp {
 	struct ibv_sge *sges;		/* max_send_sge per WR */
 	uint8_t *inl;			/* max_inline per WR */
 	uint64_t *awr;			/* ibv_wr_atomic_write's word per WR */
+	uint8_t *tso_hdr;		/* ibv_wr_send_tso's headers per WR */
 	uint32_t nwr, cap, max_sge, max_inline;
 	int wr_err;
 	/* attached: rings, capacities and what a WQE may be */
@@ -231,6 +232,10 @@ int dv_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
 int dv_query_device_ex(struct ibv_context *c,
 		const struct ibv_query_device_ex_input *in,
 		struct ibv_device_attr_ex *attr, size_t size);
+
+/* verbs_flow.c: flow steering to RAW_PACKET QPs */
+struct ibv_flow *dv_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int dv_destroy_flow(struct ibv_flow *flow);
 
 /* shared by ibv_create_cq and create_cq_ex */
 struct dv_cq *dv_cq_create(struct ibv_context *c, int cqe, void *cq_context,

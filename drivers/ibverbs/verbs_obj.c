@@ -387,7 +387,10 @@ create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
 		return NULL;
 	}
 	if (attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
-			attr->qp_type != IBV_QPT_UD && !xrc) {
+			attr->qp_type != IBV_QPT_UD && !xrc &&
+			(attr->qp_type != IBV_QPT_RAW_PACKET || gsi ||
+			ctx->att != NULL)) {
+		/* RAW_PACKET in process only: droced has no flows */
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -615,6 +618,25 @@ ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
 	return 1;
 }
 
+/*
+ * A RAW_PACKET QP's frames posted before ibv_destroy_qp leave first, as
+ * a NIC's queue would have sent them by then: a program that posts its
+ * last reply and exits (perftest's raw_ethernet servers) would otherwise
+ * lose it. Bounded (packet pacing may hold them back); queue held.
+ */
+#define DV_RAW_DRAIN_NS (100 * 1000 * 1000)
+
+static void
+raw_drain(struct droce_port *port, struct dv_qp *qp)
+{
+	uint64_t end = droce_now_ns() + DV_RAW_DRAIN_NS;
+
+	while (droce_qp_sq_untransmitted(qp->tqp) != 0 &&
+			droce_qp_state(qp->tqp) == IBV_QPS_RTS &&
+			droce_now_ns() < end)
+		droce_port_progress_locked(port, qp->q);
+}
+
 int
 ibv_destroy_qp(struct ibv_qp *ibqp)
 {
@@ -627,6 +649,8 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 	if (qp->tgt != NULL)
 		return dv_destroy_qp_xrc(qp);
 	droce_port_lock(port, qp->q);
+	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)
+		raw_drain(port, qp);
 	rc = droce_qp_destroy(qp->tqp);
 	droce_port_unlock(port, qp->q);
 	if (rc)

@@ -71,8 +71,40 @@ mcast_fanout(struct dp_queue *q, struct rte_mbuf *m)
 }
 
 /*
+ * A frame that is not RoCE, ARP or ND, while some queue has flows to
+ * RAW_PACKET QPs (ibv_create_flow): each queue with flows gets a
+ * reference through its hand-off ring (its transport matches them against
+ * its own QPs' flows only, as for multicast); this one keeps it if it has
+ * flows itself. Returns 1 if this queue keeps it; the frame is freed
+ * otherwise.
+ */
+static int
+raw_fanout(struct dp_queue *q, struct rte_mbuf *m)
+{
+	struct droce_port *p = q->port;
+	uint32_t j;
+
+	for (j = 0; j < p->nb_queues; j++) {
+		struct dp_queue *o = &p->q[j];
+
+		if (j == q->index || droce_tp_queue_raw_flows(o->tq) == 0)
+			continue;
+		rte_mbuf_refcnt_update(m, 1);
+		if (rte_ring_enqueue(o->handoff, m) != 0) {
+			rte_pktmbuf_free(m);	/* drops our extra reference */
+			q->handoff_drops++;
+		}
+		q->handoffs++;
+	}
+	if (droce_tp_queue_raw_flows(q->tq) != 0)
+		return 1;
+	rte_pktmbuf_free(m);
+	return 0;
+}
+
+/*
  * Sort n received frames: ARP, ND and other non-RoCE frames handled and
- * freed here, frames for a QP of another queue handed to it by ring, the
+ * freed here (or given to the RAW_PACKET QPs' flows), frames for a QP of another queue handed to it by ring, the
  * rest (this queue's) into mine. Returns how many went to mine.
  */
 static __rte_always_inline uint16_t
@@ -95,9 +127,13 @@ classify(struct dp_queue *q, struct rte_mbuf **in, uint16_t n,
 		dqpn = droce_wire_peek_dqpn(f, rte_pktmbuf_data_len(m));
 		if (dqpn < 0) {
 			q->non_roce++;
-			if (dp_arp_input(p, q, m) == 0 || dp_nd_input(p, q, m) == 0)
+			if (dp_arp_input(p, q, m) == 0 ||
+					dp_nd_input(p, q, m) == 0) {
 				q->arp++;
-			rte_pktmbuf_free(m);
+				rte_pktmbuf_free(m);
+			} else if (raw_fanout(q, m)) {
+				mine[nm++] = m;
+			}
 			continue;
 		}
 		/* Frames for a QP another queue owns go there by ring. */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# verbs-pair.sh DROCE-RUN [--expect REGEX]... [--server-extra "ARGS"]
+# verbs-pair.sh DROCE-RUN [--expect REGEX]... [--expect-server REGEX]...
+#     [--server-extra "ARGS"] [--client-extra "ARGS"] [--no-listen]
 #     [--daemons DROCED] -- PROGRAM ARGS...
 #
 # Runs an unmodified verbs program (ibv_*_pingpong, perftest) twice through
@@ -13,17 +14,27 @@
 # the environment (zero copy, queues, faults) and must stay alive and stop
 # cleanly; the daemons' output counts as the client's for --expect (the
 # fault report is theirs). VP_ONE_DAEMON=1 attaches both to daemon A.
+# --no-listen: the program has no TCP side channel (perftest's
+# raw_ethernet tests): the client starts once the server's port is up
+# (its memif socket exists) and a second more, for its QP and flows;
+# --expect-server checks the server's output too.
 set -uo pipefail
 . "$(dirname "$0")/../common/pair-lib.sh"
 . "$(dirname "$0")/../common/daemon-lib.sh"
 run=$1; shift
 expects=()
+srv_expects=()
 server_extra=""
+client_extra=""
+no_listen=""
 droced=""
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--expect) expects+=("$2"); shift 2 ;;
+	--expect-server) srv_expects+=("$2"); shift 2 ;;
 	--server-extra) server_extra=$2; shift 2 ;;
+	--client-extra) client_extra=$2; shift 2 ;;
+	--no-listen) no_listen=1; shift ;;
 	--daemons) droced=$2; shift 2 ;;
 	--) shift; break ;;
 	*) echo "verbs-pair: bad argument $1" >&2; exit 2 ;;
@@ -75,13 +86,17 @@ run_pair() {
 
 	# the client may only connect once the server listens
 	for _ in $(seq 1 200); do
-		if ss -ltn 2>/dev/null | grep -q "[:.]$port "; then break; fi
+		if [ -n "$no_listen" ]; then
+			[ -S "$sock" ] && { sleep 1; break; }
+		elif ss -ltn 2>/dev/null | grep -q "[:.]$port "; then
+			break
+		fi
 		if ! kill -0 "$srv" 2>/dev/null; then break; fi
 		sleep 0.1
 	done
 
-	echo "client: $prog -p $port $* 127.0.0.1"
-	timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${cli_env[@]}" "$prog" -p "$port" "$@" 127.0.0.1 \
+	echo "client: $prog -p $port $* $client_extra 127.0.0.1"
+	timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${cli_env[@]}" "$prog" -p "$port" "$@" $client_extra 127.0.0.1 \
 		> "$work/client.log" 2>&1 &
 	pids+=($!)
 	cli=$!
@@ -100,5 +115,6 @@ fi
 [ "$src" -eq 0 ] || { echo "FAIL: server exited $src"; fail=1; }
 [ "$crc" -eq 0 ] || { echo "FAIL: client exited $crc"; fail=1; }
 expect_all "$work/client.log" client "${expects[@]}" || fail=1
+expect_all "$work/server.log" server "${srv_expects[@]}" || fail=1
 [ $fail -eq 0 ] && echo "PASS: $prog $*"
 exit $fail
