@@ -47,9 +47,16 @@ work=$(mktemp -d /tmp/droce-vp.XXXXXX)
 pids=()
 dpid_a=
 dpid_b=
+# ibv_xsrq_pingpong and perftest -c XRC open their XRC domains on files
+# of fixed names under /tmp, left behind
+xrc_files=
+case " $prog $* " in
+*" XRC "*|*xsrq*) xrc_files="/tmp/xrc_domain /tmp/xrc_domain_client /tmp/xrc_domain_server" ;;
+esac
 cleanup() {
 	kill_all "${pids[@]}" $dpid_a $dpid_b
 	rm -rf "$work"
+	[ -n "$xrc_files" ] && rm -f $xrc_files
 }
 trap cleanup EXIT
 
