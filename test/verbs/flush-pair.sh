@@ -44,11 +44,13 @@ echo "flush_pair built against $inc"
 if [ $crash -eq 0 ]; then
 	extra=()
 	[ $file -eq 1 ] && extra=(--server-extra "-f $work/mr.file")
-	exec "$vpair" "$run" "${daemons[@]}" "${extra[@]}" \
+	# not exec: the EXIT trap removes the work directory
+	"$vpair" "$run" "${daemons[@]}" "${extra[@]}" \
 		--expect 'WRITE \+ FLUSH pairs completed' \
 		--expect 'refused at ibv_wr_complete, nothing posted: selectivity 2' \
 		--expect 'FLUSH to an MR without flush access: remote access error' \
 		-- "$work/flush_pair" -g 1 -D "$@"
+	exit $?
 fi
 
 # the crash: the server is killed, so verbs-pair.sh's "both exit 0" does
