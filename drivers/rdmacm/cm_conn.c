@@ -384,6 +384,37 @@ send_mra(struct cm_id_priv *p)
 	cm_send_mad(p->dev, p->ah, mad);
 }
 
+/*
+ * Whether a REQ to no listener was seen before. A server may be between
+ * two listens (perftest -R closes its listener after the first
+ * connection and listens again for the next, and its peer connects as
+ * soon as it hears the first is done): the first copy is only
+ * remembered, and the peer's CM retransmits it within seconds; a copy
+ * seen again is rejected, as droced's QP1 does (app/droced/gsi.c).
+ */
+static bool
+orphan_seen_before(const uint8_t sgid[16], uint32_t comm_id)
+{
+	uint64_t now = cm_now_ms();
+	uint32_t i, oldest = 0;
+
+	for (i = 0; i < CM_ORPHANS; i++) {
+		if (cm.orphan[i].at_ms != 0 &&
+				now - cm.orphan[i].at_ms < CM_ORPHAN_MS &&
+				cm.orphan[i].comm_id == comm_id &&
+				memcmp(cm.orphan[i].sgid, sgid, 16) == 0) {
+			cm.orphan[i].at_ms = 0;
+			return true;
+		}
+		if (cm.orphan[i].at_ms < cm.orphan[oldest].at_ms)
+			oldest = i;
+	}
+	memcpy(cm.orphan[oldest].sgid, sgid, 16);
+	cm.orphan[oldest].comm_id = comm_id;
+	cm.orphan[oldest].at_ms = now ? now : 1;
+	return false;
+}
+
 static void
 rx_req(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 		const uint8_t *msg)
@@ -413,6 +444,10 @@ rx_req(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 		return;
 	}
 	l = cm_listener_of(d, r.service_id, r.dgid);
+	if (l == NULL && !orphan_seen_before(sgid, r.local_comm_id)) {
+		cm.st.rx_drop_orphan++;
+		return;
+	}
 	if (l == NULL || (l->backlog > 0 && l->pending >= l->backlog)) {
 		cm_send_rej(d, ah, h->tid, 0, r.local_comm_id, CM_REF_REQ,
 			l == NULL ? CM_REJ_INVALID_SERVICE_ID :

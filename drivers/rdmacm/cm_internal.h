@@ -39,6 +39,8 @@
 #define CM_DREQ_RETRY_MS 250
 #define CM_EXIT_LINGER_MS 4000
 #define CM_LOCAL_TIMEOUT 18	/* ~1 s: how soon droce answers a MAD */
+#define CM_ORPHANS 32		/* REQs to no listener remembered */
+#define CM_ORPHAN_MS 30000	/* how long a remembered one counts */
 #define CM_UDP_QKEY 0x01234567u
 
 /* Per device: the GSI QP, its buffers and an AH per peer. */
@@ -173,6 +175,11 @@ struct cm_global {
 	int wake_fd;
 	uint16_t next_port;
 	struct droce_cm_stats st;
+	struct {			/* REQs to no listener dropped once */
+		uint8_t sgid[16];
+		uint32_t comm_id;
+		uint64_t at_ms;		/* 0: free */
+	} orphan[CM_ORPHANS];
 };
 
 extern struct cm_global cm;

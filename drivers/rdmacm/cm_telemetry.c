@@ -44,6 +44,7 @@ cm_counters(const char **names, uint64_t *values, unsigned int max)
 	PUT("tx_drop_nobuf", st.tx_drop_nobuf);
 	PUT("timeouts", st.timeouts);
 	PUT("rej_sent", st.rej_sent);
+	PUT("rx_drop_orphan", st.rx_drop_orphan);
 #undef PUT
 	return n;
 }

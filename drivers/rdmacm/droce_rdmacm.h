@@ -25,6 +25,7 @@ struct droce_cm_stats {
 	uint64_t tx_drop_nobuf;		/* every send buffer in flight */
 	uint64_t timeouts;		/* retries exhausted */
 	uint64_t rej_sent;
+	uint64_t rx_drop_orphan;	/* a REQ to no listener, seen once */
 };
 
 int droce_cm_stats_get(struct droce_cm_stats *st);
