@@ -31,6 +31,7 @@ const char *dp_conf_file(const char **path, int *err);
 #define DP_MAX_QUEUES	16
 #define DP_NEIGH	64
 #define DP_TXQ_LEN	512
+#define DP_TSO_SEGS	64	/* net_tap's rte_gso makes no more */
 /* how long a lock waiter spins before it yields (~1 ms at 2.5 GHz) */
 #define DP_LOCK_SPIN_CYCLES 2500000
 
@@ -76,6 +77,7 @@ struct dp_queue {
 	uint64_t handoff_drops;		/* the owner's ring was full */
 	uint64_t zc_copied;		/* zero-copy frames copied (no mbufs) */
 	uint64_t ip_csum_offloaded;	/* IPv4 frames, the sum offloaded */
+	uint64_t tso_offloaded, tso_drops;	/* TSO frames to the PMD */
 	/* frames to the port's own MAC (loopback, dp_txbuf.c): they go back
 	 * to the receive path at the next pass, never to the PMD */
 	struct rte_mbuf *lb[DP_TXQ_LEN];
@@ -134,6 +136,9 @@ struct droce_port {
 	int lcores_running;		/* lcores inside droce_port_run */
 	int tx_kick;			/* kick the PMD's TX ring when idle */
 	int tx_ip_csum_offload;		/* the PMD fills IPv4 header sums in */
+	/* TCP segmentation by the PMD (droce_tp_io's tso_*), 0: none */
+	uint32_t tso_segs;
+	int tso_tap;			/* net_tap's rte_gso limits (dp_port.c) */
 	/* an AH to the port's own GID was made: frames to its own MAC loop */
 	volatile int loopback;
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
@@ -201,8 +206,12 @@ void dp_queue_tx_kick(struct dp_queue *q, uint64_t now);
 uint16_t dp_queue_loop_take(struct dp_queue *q, struct rte_mbuf **m,
 		uint16_t cap);
 /* A zero-copy frame's chain behind its header mbuf h (its payload copied
- * behind the headers when no mbufs are left); exported for its test. */
-void dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b);
+ * behind the headers when no mbufs are left; a TSO frame, which has no
+ * room for that, is freed and -1 returned); exported for its test. */
+int dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b);
+/* A TSO frame's offload request to the PMD (dp_txbuf.c); for its test. */
+void dp_tso_offload(struct dp_queue *q, struct rte_mbuf *m,
+		const struct droce_txbuf *b);
 
 /* dp_poll.c: passes over a queue, its lock, the progress thread */
 int dp_progress_thread_start(struct droce_port *p);

@@ -66,8 +66,34 @@ ip_csum_offload_wanted(const struct droce_port *p,
 	return p->conf.tx_ip_csum == DROCE_OFFLOAD_AUTO && dp_dev_dmas(info);
 }
 
-/* Multi-segment transmit where the PMD has it (zero-copy needs it), and
- * the IPv4 header checksum where the PMD has it and it is wanted. */
+/*
+ * TCP segmentation for RAW_PACKET TSO WRs where the PMD has it with the
+ * checksums it implies and multi-segment frames (the payload goes by
+ * reference). net_tap cuts with rte_gso, which takes IPv4 only, keeps
+ * its segments, headers included, within the MTU, and makes 64 at most
+ * from one frame; a NIC's segments are the MTU plus Ethernet.
+ */
+static uint64_t
+tso_offloads(struct droce_port *p, const struct rte_eth_dev_info *info)
+{
+	const uint64_t need = RTE_ETH_TX_OFFLOAD_TCP_TSO |
+		RTE_ETH_TX_OFFLOAD_IPV4_CKSUM | RTE_ETH_TX_OFFLOAD_TCP_CKSUM |
+		RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	int tap = info->driver_name != NULL &&
+		strcmp(info->driver_name, "net_tap") == 0;
+
+	if ((info->tx_offload_capa & need) != need ||
+			p->conf.tx_tso == DROCE_OFFLOAD_OFF)
+		return 0;
+	p->tso_segs = DP_TSO_SEGS;
+	p->tso_tap = tap;
+	DP_LOG(INFO, "port %u: TCP segmentation offloaded (IPv4%s)",
+		p->port_id, tap ? "" : " and IPv6");
+	return need;
+}
+
+/* Multi-segment transmit where the PMD has it (zero-copy needs it), the
+ * IPv4 header checksum where the PMD has it and it is wanted, TSO. */
 static uint64_t
 tx_offloads(struct droce_port *p, const struct rte_eth_dev_info *info)
 {
@@ -75,6 +101,7 @@ tx_offloads(struct droce_port *p, const struct rte_eth_dev_info *info)
 
 	if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
 		off |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	off |= tso_offloads(p, info);
 	if ((info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) &&
 			ip_csum_offload_wanted(p, info)) {
 		off |= RTE_ETH_TX_OFFLOAD_IPV4_CKSUM;
@@ -497,6 +524,8 @@ droce_port_queue_stats(struct droce_port *p, uint32_t qi,
 	st->rx_bursts = q->rx_bursts;
 	st->tx_bursts = q->tx_bursts;
 	st->tx_ip_csum_offloaded = q->ip_csum_offloaded;
+	st->tx_tso_offloaded = q->tso_offloaded;
+	st->tx_tso_drops = q->tso_drops;
 	st->loopback = q->loopback;
 	st->loopback_drops = q->loopback_drops;
 	rte_spinlock_unlock(&q->lock);

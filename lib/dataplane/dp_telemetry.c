@@ -109,6 +109,8 @@ add_nic_stats(struct rte_tel_data *d, const struct droce_port_queue_stats *s)
 	rte_tel_data_add_dict_u64(d, "tx_zc_copied", s->tx_zc_copied);
 	rte_tel_data_add_dict_u64(d, "nic_tx_ip_csum",
 		s->tx_ip_csum_offloaded);
+	rte_tel_data_add_dict_u64(d, "nic_tx_tso", s->tx_tso_offloaded);
+	rte_tel_data_add_dict_u64(d, "nic_tx_tso_drops", s->tx_tso_drops);
 	rte_tel_data_add_dict_u64(d, "loopback", s->loopback);
 	rte_tel_data_add_dict_u64(d, "loopback_drops", s->loopback_drops);
 }

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_memory.h>
 
@@ -138,14 +139,23 @@ stash_take(struct dp_queue *q, struct rte_mbuf **m, uint32_t n)
  * allocation), then pad and ICRC in one more mbuf. Without mbufs the
  * payload is copied behind the headers: the buffer has room for it.
  */
-void
+int
 dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b)
 {
 	struct rte_mbuf *seg[DROCE_TX_MAX_SPANS + 1], *prev = h, *t;
-	uint32_t i, len = b->len;
+	uint32_t i, len = b->len, ntail = b->tail_len ? 1 : 0;
 
 	h->data_len = (uint16_t)b->len;
-	if (stash_take(q, seg, b->nspan + 1) != 0) {
+	if (stash_take(q, seg, b->nspan + ntail) != 0) {
+		if (b->tso_mss) {
+			/* tens of kilobytes: no room behind the headers, and
+			 * nothing acknowledges a raw frame (TCP resends) */
+			for (i = 0; i < b->nspan; i++)
+				droce_mr_zc_put(b->span[i].mr);
+			rte_pktmbuf_free(h);
+			q->tso_drops++;
+			return -1;
+		}
 		for (i = 0; i < b->nspan; i++) {
 			memcpy(b->data + len, b->span[i].addr, b->span[i].len);
 			len += b->span[i].len;
@@ -156,7 +166,7 @@ dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b)
 		h->data_len = (uint16_t)len;
 		h->pkt_len = len;
 		q->zc_copied++;
-		return;
+		return 0;
 	}
 	for (i = 0; i < b->nspan; i++) {
 		struct rte_mbuf *m = seg[i];
@@ -174,12 +184,48 @@ dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b)
 		prev->next = m;
 		prev = m;
 	}
-	t = seg[b->nspan];
-	memcpy(rte_pktmbuf_mtod(t, uint8_t *), b->tail, b->tail_len);
-	t->data_len = (uint16_t)b->tail_len;
-	prev->next = t;
-	h->nb_segs = (uint16_t)(b->nspan + 2);
+	h->nb_segs = (uint16_t)(b->nspan + 1 + ntail);
 	h->pkt_len = len + b->tail_len;
+	if (ntail) {
+		t = seg[b->nspan];
+		memcpy(rte_pktmbuf_mtod(t, uint8_t *), b->tail, b->tail_len);
+		t->data_len = (uint16_t)b->tail_len;
+		prev->next = t;
+	}
+	return 0;
+}
+
+/*
+ * A TSO frame: the PMD cuts it into segments of tso_mss bytes and fills
+ * every sum in. As DPDK asks, the IPv4 header sum is zeroed and the TCP
+ * one holds the pseudo-header's, without the length.
+ */
+void
+dp_tso_offload(struct dp_queue *q, struct rte_mbuf *m,
+		const struct droce_txbuf *b)
+{
+	uint8_t *f = rte_pktmbuf_mtod(m, uint8_t *);
+	uint64_t fl = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM;
+	uint16_t ck;
+
+	if ((f[b->tso_l3off] >> 4) == 4) {
+		fl |= RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+		f[b->tso_l3off + 10] = 0;
+		f[b->tso_l3off + 11] = 0;
+		ck = rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)
+			(f + b->tso_l3off), fl);
+	} else {
+		fl |= RTE_MBUF_F_TX_IPV6;
+		ck = rte_ipv6_phdr_cksum((const struct rte_ipv6_hdr *)
+			(f + b->tso_l3off), fl);
+	}
+	memcpy(f + b->tso_l4off + 16, &ck, 2);
+	m->l2_len = b->tso_l3off;
+	m->l3_len = (uint16_t)(b->tso_l4off - b->tso_l3off);
+	m->l4_len = (uint16_t)(b->tso_hlen - b->tso_l4off);
+	m->tso_segsz = b->tso_mss;
+	m->ol_flags |= fl;
+	q->tso_offloaded++;
 }
 
 /*
@@ -253,7 +299,13 @@ io_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 		struct rte_mbuf *m = bufs[i].cookie;
 
 		if (bufs[i].nspan) {
-			dp_zc_chain(q, m, &bufs[i]);
+			if (dp_zc_chain(q, m, &bufs[i]) != 0)
+				continue;
+			if (bufs[i].tso_mss) {
+				dp_tso_offload(q, m, &bufs[i]);
+				dp_queue_tx(q, m);
+				continue;
+			}
 		} else {
 			m->data_len = (uint16_t)bufs[i].len;
 			m->pkt_len = bufs[i].len;
@@ -366,6 +418,10 @@ dp_txbuf_attach(struct dp_queue *q)
 		.arg = q,
 		.zc_min = p->zc_min,
 		.zc_mem_ok = p->zc_dma ? zc_mem_ok : NULL,
+		.tso_segs = p->tso_segs,
+		.tso_seg_max = p->tso_tap ? p->mtu :
+			p->mtu + RTE_ETHER_HDR_LEN + 4,
+		.tso_ipv6 = !p->tso_tap,
 	};
 
 	droce_tp_queue_set_io(q->tq, &io);

@@ -98,6 +98,14 @@ struct droce_port_conf {
 	 */
 	uint32_t tx_ip_csum;
 	/**
+	 * TCP segmentation offload for RAW_PACKET TSO WRs, on a port droce
+	 * configured whose PMD has it (RTE_ETH_TX_OFFLOAD_TCP_TSO with the
+	 * IPv4 and TCP checksums): DROCE_OFFLOAD_AUTO (0) and
+	 * DROCE_OFFLOAD_ON use it wherever the PMD has it; DROCE_OFFLOAD_OFF:
+	 * droce cuts every segment itself.
+	 */
+	uint32_t tx_tso;
+	/**
 	 * Receive filtering by rte_flow rules, on a port droce configured:
 	 * only UDP 4791 to the device's MAC and IP addresses passes, the rest
 	 * of UDP 4791 is dropped in the NIC. DROCE_OFFLOAD_AUTO (0): on
@@ -294,6 +302,9 @@ struct droce_port_queue_stats {
 	uint64_t tx_bursts;	/* transmit bursts the PMD took frames from */
 	/* IPv4 frames whose header sum the PMD filled (nic_tx_ip_csum) */
 	uint64_t tx_ip_csum_offloaded;
+	/* TSO frames the PMD cut (nic_tx_tso), and those dropped for want
+	 * of mbufs to chain their payload in (nic_tx_tso_drops) */
+	uint64_t tx_tso_offloaded, tx_tso_drops;
 	uint64_t loopback;	/* frames to the port's own MAC, looped back */
 	uint64_t loopback_drops;	/* of those, dropped: the loop was full */
 };

@@ -164,6 +164,14 @@ struct droce_txbuf {
 		uint32_t len;
 		struct droce_mr *mr;
 	} span[DROCE_TX_MAX_SPANS];
+	/**
+	 * A RAW_PACKET TSO frame the PMD cuts (droce_tp_io.tso_segs): its
+	 * MSS (0: an ordinary frame) and where its L3 and L4 headers begin
+	 * and its headers end (data[0, len) holds them, the payload is in
+	 * the spans; no tail).
+	 */
+	uint16_t tso_mss;
+	uint16_t tso_l3off, tso_l4off, tso_hlen;
 };
 
 /** The environment of a queue: where frames go. */
@@ -186,6 +194,15 @@ struct droce_tp_io {
 	/** Whether [addr, addr+len) can be a span (the NIC can reach it);
 	 * NULL: any memory. */
 	int (*zc_mem_ok)(void *arg, const void *addr, uint32_t len);
+	/**
+	 * TCP segmentation by the PMD for RAW_PACKET TSO WRs: the most
+	 * segments one frame may be cut into (0: droce cuts every segment
+	 * itself), the longest segment the PMD makes (headers from Ethernet
+	 * on, plus the MSS), and whether it cuts IPv6 as well as IPv4.
+	 */
+	uint32_t tso_segs;
+	uint32_t tso_seg_max;
+	int tso_ipv6;
 };
 
 void droce_tp_queue_set_io(struct droce_tp_queue *q, const struct droce_tp_io *io);

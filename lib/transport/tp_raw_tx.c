@@ -11,8 +11,10 @@
  * its IP length, IPv4 ID (the template's plus the segment's index), TCP
  * sequence number (plus its payload offset), FIN and PSH only on the last
  * and CWR only on the first (as Linux's GSO does), and every checksum.
- * Segmentation is droce's own, in software, into the frames the queue
- * transmits; a NIC's TSO would take the whole message in one frame.
+ * Where the PMD has TSO (droce_tp_io.tso_segs), a message leaves in
+ * frames of up to tso_segs segments that it cuts, the payload sent by
+ * reference to the WR's memory; elsewhere droce cuts every segment into
+ * the frames the queue transmits.
  */
 
 #include <errno.h>
@@ -275,67 +277,168 @@ send_frame(struct droce_qp *qp, struct tp_swqe *w)
 	return 1;
 }
 
-/* TSO segments from qp->cur_off while the budget lasts (a message of
- * headers alone is one frame): how many went, or -EPERM. */
+/*
+ * The headers of the frame that carries plen bytes from payload offset
+ * off of a TSO WR (a segment, or a frame the PMD cuts into segments):
+ * the IP length, the IPv4 ID (the template's plus the segment's index),
+ * the sequence number, FIN and PSH only if it ends the message, CWR only
+ * if it starts it.
+ */
+static void
+tso_headers(uint8_t *f, const uint8_t *tmpl, uint32_t hs,
+		const struct tp_raw_hdrs *h, uint32_t mss, uint64_t off,
+		uint32_t plen, int last)
+{
+	uint32_t seg = (uint32_t)get16(tmpl + h->l4off + 4) << 16 |
+		get16(tmpl + h->l4off + 6);
+	uint8_t *tcp = f + h->l4off;
+
+	memcpy(f, tmpl, hs);
+	if (h->l3 == 4) {
+		put16(f + h->l3off + 2, (uint16_t)(hs - h->l3off + plen));
+		put16(f + h->l3off + 4, (uint16_t)(get16(tmpl + h->l3off + 4) +
+			off / mss));
+	} else {
+		put16(f + h->l3off + 4, (uint16_t)(hs - h->l4off + plen));
+	}
+	seg += (uint32_t)off;
+	tcp[4] = (uint8_t)(seg >> 24);
+	tcp[5] = (uint8_t)(seg >> 16);
+	tcp[6] = (uint8_t)(seg >> 8);
+	tcp[7] = (uint8_t)seg;
+	if (!last)
+		tcp[13] &= (uint8_t)~(TCP_FIN | TCP_PSH);
+	if (off != 0)
+		tcp[13] &= (uint8_t)~TCP_CWR;
+}
+
+/* One segment at qp->cur_off, cut and summed here: 1 sent, 0 no
+ * buffer, -EPERM. */
+static int
+tso_segment(struct droce_qp *qp, const struct tp_swqe *w, uint32_t hs,
+		uint32_t mss, const uint8_t *tmpl, const struct tp_raw_hdrs *h)
+{
+	uint64_t left = w->length - qp->cur_off;
+	uint32_t plen = left < mss ? (uint32_t)left : mss;
+	struct droce_txbuf *b;
+	uint8_t *f;
+
+	f = tp_tx_get(qp->queue, hs + plen, &b);
+	if (f == NULL)
+		return 0;
+	if (copy_payload(qp, w, qp->cur_off, f + hs, plen) != 0)
+		return -EPERM;
+	tso_headers(f, tmpl, hs, h, mss, qp->cur_off, plen, plen == left);
+	fill_csums(f, hs + plen, h);
+	tp_tx_done(qp, b, hs + plen);
+	pace_sent(qp, hs + plen);
+	qp->cur_off += plen;
+	return 1;
+}
+
+/* Whether the PMD cuts this WR's segments: where it has TSO for this IP
+ * version and MSS, the payload is in registered memory (spans), no
+ * pacing needs each segment's time, the segments differ only as its
+ * segmentation makes them (rte_gso keeps CWR on every one), and the
+ * frame leaves the port (a looped-back frame is never cut). */
+static int
+tso_by_pmd(const struct droce_qp *qp, const struct tp_swqe *w, uint32_t hs,
+		uint32_t mss, const uint8_t *tmpl, const struct tp_raw_hdrs *h)
+{
+	const struct droce_tp_io *io = &qp->queue->io;
+
+	return io->tso_segs != 0 && w->inline_data == NULL &&
+		(h->l3 == 4 || io->tso_ipv6) && hs + mss <= io->tso_seg_max &&
+		w->length > mss && qp->raw->rate_kbps == 0 &&
+		!(tmpl[h->l4off + 13] & TCP_CWR) &&
+		memcmp(tmpl, qp->dev->conf.mac, 6) != 0;
+}
+
+/*
+ * One frame at qp->cur_off that the PMD cuts into up to io.tso_segs
+ * segments: the headers here, the payload by reference to the WR's
+ * memory. 1 queued, 0 no buffer, -EMSGSIZE the payload needs more spans
+ * than a frame has or memory the device cannot reach (this part is cut
+ * here), -EPERM a bad lkey.
+ */
+static int
+tso_pmd_frame(struct droce_qp *qp, const struct tp_swqe *w, uint32_t hs,
+		uint32_t mss, const uint8_t *tmpl, const struct tp_raw_hdrs *h)
+{
+	struct droce_tp_queue *q = qp->queue;
+	uint64_t left = w->length - qp->cur_off;
+	/* the IP header's length field: 16 bits */
+	uint32_t ipmax = (65535 - (hs - (h->l3 == 4 ? h->l3off : h->l4off))) /
+		mss * mss;
+	uint32_t plen = q->io.tso_segs * mss, i;
+	struct droce_txbuf *b;
+	uint8_t *f;
+	int n;
+
+	if (plen > ipmax)
+		plen = ipmax;
+	if (plen > left)
+		plen = (uint32_t)left;
+	if (plen <= mss)
+		return -EMSGSIZE;	/* one segment: no dearer here */
+	f = tp_tx_get(q, hs, &b);
+	if (f == NULL)
+		return 0;
+	n = tp_sge_spans(qp->dev, qp->pd, w->sge, w->num_sge, qp->cur_off,
+		plen, b->span, DROCE_TX_MAX_SPANS);
+	if (n == -EPERM)
+		return n;
+	if (n <= 0)
+		return -EMSGSIZE;
+	for (i = 0; q->io.zc_mem_ok != NULL && i < (uint32_t)n; i++)
+		if (!q->io.zc_mem_ok(q->io.arg, b->span[i].addr,
+				b->span[i].len))
+			return -EMSGSIZE;
+	tso_headers(f, tmpl, hs, h, mss, qp->cur_off, plen, plen == left);
+	for (i = 0; i < (uint32_t)n; i++)
+		droce_mr_zc_get(b->span[i].mr);
+	b->nspan = (uint32_t)n;
+	b->tail_len = 0;
+	b->tso_mss = (uint16_t)mss;
+	b->tso_l3off = (uint16_t)h->l3off;
+	b->tso_l4off = (uint16_t)h->l4off;
+	b->tso_hlen = (uint16_t)hs;
+	tp_tx_done(qp, b, hs);
+	q->st.tx_bytes += plen;
+	qp->st.tx_bytes += plen;
+	qp->cur_off += plen;
+	return 1;
+}
+
+/* A TSO WR's frames from qp->cur_off while the budget lasts (a message
+ * of headers alone is one frame): how many went, or -EPERM. */
 static int
 send_tso(struct droce_qp *qp, struct tp_swqe *w)
 {
 	size_t i = (size_t)(w - qp->sq.wqe);
 	const struct tp_raw_wqe *rw = &qp->raw->w[i];
 	const uint8_t *tmpl = qp->raw->hdr + i * DROCE_RAW_TSO_HDR_MAX;
-	uint32_t hs = rw->hdr_sz, seq, seg;
 	struct tp_raw_hdrs h;
-	int sent = 0;
+	int pmd, sent = 0, rc = 0;
 
-	tp_raw_parse(tmpl, hs, &h);	/* checked at post */
-	seq = (uint32_t)get16(tmpl + h.l4off + 4) << 16 |
-		get16(tmpl + h.l4off + 6);
+	tp_raw_parse(tmpl, rw->hdr_sz, &h);	/* checked at post */
+	pmd = tso_by_pmd(qp, w, rw->hdr_sz, rw->mss, tmpl, &h);
 	do {
-		uint64_t left = w->length - qp->cur_off;
-		uint32_t plen = left < rw->mss ? (uint32_t)left : rw->mss;
-		uint32_t idx = (uint32_t)(qp->cur_off / rw->mss);
-		int last = plen == left;
-		struct droce_txbuf *b;
-		uint8_t *f, *tcp, fl;
-
 		if (!tp_tx_room(qp->queue) || pace_wait(qp))
 			break;
-		f = tp_tx_get(qp->queue, hs + plen, &b);
-		if (f == NULL)
+		rc = -EMSGSIZE;
+		if (pmd)
+			rc = tso_pmd_frame(qp, w, rw->hdr_sz, rw->mss, tmpl, &h);
+		if (rc == -EMSGSIZE)
+			rc = tso_segment(qp, w, rw->hdr_sz, rw->mss, tmpl, &h);
+		if (rc <= 0)
 			break;
-		memcpy(f, tmpl, hs);
-		if (copy_payload(qp, w, qp->cur_off, f + hs, plen) != 0)
-			return -EPERM;
-		if (h.l3 == 4) {
-			put16(f + h.l3off + 2, (uint16_t)(hs - h.l3off + plen));
-			put16(f + h.l3off + 4,
-				(uint16_t)(get16(tmpl + h.l3off + 4) + idx));
-		} else {
-			put16(f + h.l3off + 4,
-				(uint16_t)(hs - h.l4off + plen));
-		}
-		tcp = f + h.l4off;
-		seg = seq + (uint32_t)qp->cur_off;
-		tcp[4] = (uint8_t)(seg >> 24);
-		tcp[5] = (uint8_t)(seg >> 16);
-		tcp[6] = (uint8_t)(seg >> 8);
-		tcp[7] = (uint8_t)seg;
-		fl = tcp[13];
-		if (!last)
-			fl &= (uint8_t)~(TCP_FIN | TCP_PSH);
-		if (idx != 0)
-			fl &= (uint8_t)~TCP_CWR;
-		tcp[13] = fl;
-		fill_csums(f, hs + plen, &h);
-		tp_tx_done(qp, b, hs + plen);
-		pace_sent(qp, hs + plen);
-		qp->cur_off += plen;
 		sent++;
-		if (last) {
-			tp_wqe_done(qp, w, IBV_WC_SUCCESS);
-			break;
-		}
 	} while (qp->cur_off < w->length);
+	if (rc < 0)
+		return rc;
+	if (rc > 0 && qp->cur_off == w->length)
+		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	return sent;
 }
 

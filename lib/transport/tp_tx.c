@@ -47,6 +47,7 @@ tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
 	if ((*b)->cap < cap)
 		return NULL;
 	(*b)->nspan = 0;
+	(*b)->tso_mss = 0;
 	return (*b)->data;
 }
 

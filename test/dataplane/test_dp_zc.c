@@ -9,13 +9,18 @@
  * headers instead: the frame is the same bytes, the MR's references are
  * given back, and the copy is counted (tx_zc_copied). The pool cannot be
  * emptied from outside on a real link, so this test takes every mbuf
- * itself, on a net_null port in this one process.
+ * itself, on a net_null port in this one process. A RAW_PACKET TSO frame
+ * (headers, spans, no tail) is chained without an empty tail and gets
+ * DPDK's TSO request (flags, header lengths, MSS, the pseudo-header sum
+ * in the TCP checksum); with the pool empty it cannot be copied (tens of
+ * kilobytes) and is dropped, its references given back, and counted.
  */
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 
 #include "check.h"
@@ -78,6 +83,32 @@ check_frame(struct rte_mbuf *h, const uint8_t *mem, const char *what)
 		"%s: the frame's bytes", what);
 }
 
+/* frame_of's spans behind Ethernet, IPv4 and TCP headers, for the PMD
+ * to cut into segments of 100 bytes. */
+static struct droce_txbuf
+tso_frame_of(struct rte_mbuf *h, struct droce_mr *mr, const uint8_t *mem)
+{
+	struct droce_txbuf b = frame_of(h, mr, mem);
+
+	memset(b.data, 0, 54);
+	b.data[12] = 0x08;
+	b.data[14] = 0x45;
+	b.data[16] = (uint8_t)((40 + 337) >> 8);
+	b.data[17] = (uint8_t)(40 + 337);
+	b.data[22] = 64;
+	b.data[23] = 6;
+	memcpy(b.data + 26, "\x0a\x00\x00\x01\x0a\x00\x00\x02", 8);
+	b.data[24] = b.data[25] = 0x77;		/* a stale sum */
+	b.data[34 + 12] = 5 << 4;
+	b.len = 54;
+	b.tail_len = 0;
+	b.tso_mss = 100;
+	b.tso_l3off = 14;
+	b.tso_l4off = 34;
+	b.tso_hlen = 54;
+	return b;
+}
+
 int
 main(void)
 {
@@ -86,7 +117,7 @@ main(void)
 	struct droce_pd *pd;
 	struct droce_mr *mr;
 	struct droce_txbuf b;
-	struct rte_mbuf *h, **hoard;
+	struct rte_mbuf *h, *ht, **hoard;
 	struct dp_queue *q;
 	char eal[256];
 	uint8_t *mem;
@@ -127,10 +158,36 @@ main(void)
 	rte_pktmbuf_free(h);
 	CHECK_EQ(mr->zc_refs, 1, "freeing the frame gives them back");
 
+	/* TSO: no tail, and the PMD's request */
+	h = rte_pktmbuf_alloc(p->pool);
+	b = tso_frame_of(h, mr, mem);
+	CHECK_EQ(dp_zc_chain(q, h, &b), 0, "TSO frame chained");
+	CHECK_EQ(h->nb_segs, 3, "TSO: headers and 2 spans, no empty tail");
+	CHECK_EQ(rte_pktmbuf_pkt_len(h), 54 + 337, "TSO frame length");
+	dp_tso_offload(q, h, &b);
+	{
+		const uint8_t *f = rte_pktmbuf_mtod(h, const uint8_t *);
+		uint64_t want = RTE_MBUF_F_TX_TCP_SEG | RTE_MBUF_F_TX_TCP_CKSUM |
+			RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM;
+		uint16_t ph = rte_ipv4_phdr_cksum((const struct rte_ipv4_hdr *)
+			(f + 14), want);
+
+		CHECK((h->ol_flags & want) == want, "TSO offload flags");
+		CHECK(h->l2_len == 14 && h->l3_len == 20 && h->l4_len == 20 &&
+			h->tso_segsz == 100, "header lengths and MSS");
+		CHECK(f[24] == 0 && f[25] == 0, "IPv4 header sum zeroed");
+		CHECK(memcmp(f + 34 + 16, &ph, 2) == 0,
+			"the TCP sum holds the pseudo-header's, no length");
+	}
+	CHECK_EQ(q->tso_offloaded, 1, "counted as offloaded");
+	rte_pktmbuf_free(h);
+	CHECK_EQ(mr->zc_refs, 1, "TSO frame freed: references back");
+
 	/* the pool empty (this lcore's cache too) and the queue's stash */
 	cap = rte_mempool_avail_count(p->pool) + q->nstash + 64;
 	hoard = calloc(cap, sizeof(*hoard));
 	h = rte_pktmbuf_alloc(p->pool);
+	ht = rte_pktmbuf_alloc(p->pool);
 	while (n < cap && (hoard[n] = rte_pktmbuf_alloc(p->pool)) != NULL)
 		n++;
 	while (q->nstash && n < cap)
@@ -149,6 +206,17 @@ main(void)
 
 		CHECK_EQ(droce_port_queue_stats(p, 0, &st), 0, "queue stats");
 		CHECK_EQ(st.tx_zc_copied, 1, "tx_zc_copied through the C API");
+	}
+	b = tso_frame_of(ht, mr, mem);
+	CHECK_EQ(dp_zc_chain(q, ht, &b), -1, "no mbufs: a TSO frame dropped");
+	CHECK_EQ(mr->zc_refs, 1, "its references given back");
+	CHECK(rte_pktmbuf_alloc(p->pool) != NULL, "and its mbuf");
+	{
+		struct droce_port_queue_stats st;
+
+		CHECK_EQ(droce_port_queue_stats(p, 0, &st), 0, "queue stats");
+		CHECK_EQ(st.tx_tso_drops, 1, "tx_tso_drops");
+		CHECK_EQ(st.tx_tso_offloaded, 1, "tx_tso_offloaded");
 	}
 	rte_pktmbuf_free(h);
 	for (i = 0; i < n; i++)

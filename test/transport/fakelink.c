@@ -141,20 +141,137 @@ pcap_write(struct fakelink *l, const uint8_t *d, uint32_t len)
 	l->pcap_count++;
 }
 
+/* One frame onto the wire in direction dir, through the faults. */
+static void
+fl_send(struct fakelink *l, int dir, struct fl_frame *f)
+{
+	struct fl_faults *fa = &l->faults[dir];
+	struct fl_counters *c = &l->cnt[dir];
+	uint64_t due = l->now + l->delay_ns;
+
+	c->sent++;
+	pcap_write(l, f->data, f->len);
+	if (l->filter != NULL && l->filter(l, dir, f->data, f->len)) {
+		c->dropped++;
+		frame_free(f);
+		return;
+	}
+	if (fa->stalled) {
+		c->stalled++;
+		frame_free(f);
+		return;
+	}
+	if (chance(l, fa->drop_ppm)) {
+		c->dropped++;
+		frame_free(f);
+		return;
+	}
+	if (chance(l, fa->dup_ppm)) {
+		c->duplicated++;
+		insert(l, dir, frame_dup(f), due + fl_rand(l) % 20000);
+	}
+	if (chance(l, fa->corrupt_ppm)) {
+		f->data[fl_rand(l) % f->len] ^=
+			(uint8_t)(1u << (fl_rand(l) % 8));
+		c->corrupted++;
+	}
+	if (chance(l, fa->reorder_ppm)) {
+		due += 1000 + fl_rand(l) % 30000;
+		c->reordered++;
+	}
+	insert(l, dir, f, due);
+}
+
+/* RFC 1071: the sum of n bytes as big-endian words, folded. */
+static uint32_t
+sum16(uint32_t s, const uint8_t *p, uint32_t n)
+{
+	for (; n > 1; p += 2, n -= 2)
+		s += (uint32_t)(p[0] << 8 | p[1]);
+	if (n)
+		s += (uint32_t)p[0] << 8;
+	while (s >> 16)
+		s = (s & 0xffff) + (s >> 16);
+	return s;
+}
+
+static void
+put_be16(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+
+/*
+ * A TSO frame (fl_set_tso) cut as a NIC cuts it, the fake's own way: each
+ * segment the headers with its IP length, IPv4 ID plus its index,
+ * sequence number plus its offset, FIN and PSH on the last only, and
+ * both sums.
+ */
+static void
+cut_tso(struct fakelink *l, int dir, struct droce_txbuf *b)
+{
+	uint32_t hs = b->tso_hlen, l3 = b->tso_l3off, l4 = b->tso_l4off;
+	uint32_t total = 0, off = 0, plen, k, i, seq, s, tl;
+	int v4 = (b->data[l3] >> 4) == 4;
+	uint8_t *pay, *f;
+
+	for (i = 0; i < b->nspan; i++)
+		total += b->span[i].len;
+	pay = malloc(total);
+	for (i = 0; i < b->nspan; i++) {
+		memcpy(pay + off, b->span[i].addr, b->span[i].len);
+		off += b->span[i].len;
+		droce_mr_zc_put(b->span[i].mr);
+	}
+	seq = (uint32_t)b->data[l4 + 4] << 24 | (uint32_t)b->data[l4 + 5] << 16 |
+		(uint32_t)b->data[l4 + 6] << 8 | b->data[l4 + 7];
+	l->tso_frames[dir]++;
+	for (off = 0, k = 0; off < total; off += plen, k++) {
+		plen = total - off < b->tso_mss ? total - off : b->tso_mss;
+		f = malloc(FL_CAP);
+		memcpy(f, b->data, hs);
+		memcpy(f + hs, pay + off, plen);
+		if (v4) {
+			put_be16(f + l3 + 2, hs - l3 + plen);
+			put_be16(f + l3 + 4, (uint32_t)(b->data[l3 + 4] << 8 |
+				b->data[l3 + 5]) + k);
+			f[l3 + 10] = f[l3 + 11] = 0;
+			put_be16(f + l3 + 10, ~sum16(0, f + l3, l4 - l3));
+		} else {
+			put_be16(f + l3 + 4, hs - l4 + plen);
+		}
+		put_be16(f + l4 + 4, (seq + off) >> 16);
+		put_be16(f + l4 + 6, seq + off);
+		if (off + plen < total)
+			f[l4 + 13] &= (uint8_t)~0x09;	/* FIN, PSH */
+		tl = hs - l4 + plen;
+		f[l4 + 16] = f[l4 + 17] = 0;
+		s = v4 ? sum16(0, f + l3 + 12, 8) : sum16(0, f + l3 + 8, 32);
+		s = sum16(s + 6 + (tl >> 16) + (tl & 0xffff), f + l4, tl);
+		put_be16(f + l4 + 16, ~s);
+		fl_send(l, dir, frame_new(f, hs + plen));
+	}
+	l->tso_segments[dir] += k;
+	free(pay);
+	free(b->data);
+}
+
 static void
 fl_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 {
 	struct fl_end *e = arg;
 	struct fakelink *l = e->link;
-	int dir = e->side;
-	struct fl_faults *fa = &l->faults[dir];
-	struct fl_counters *c = &l->cnt[dir];
 	uint32_t i;
 
 	for (i = 0; i < n; i++) {
-		struct fl_frame *f = frame_new(bufs[i].data, bufs[i].len);
-		uint64_t due = l->now + l->delay_ns;
+		struct fl_frame *f;
 
+		if (bufs[i].tso_mss) {
+			cut_tso(l, e->side, &bufs[i]);
+			continue;
+		}
+		f = frame_new(bufs[i].data, bufs[i].len);
 		if (bufs[i].nspan) {
 			f->nspan = bufs[i].nspan;
 			memcpy(f->span, bufs[i].span, sizeof(f->span));
@@ -165,37 +282,7 @@ fl_tx_submit(void *arg, struct droce_txbuf *bufs, uint32_t n)
 			if (l->pcap != NULL)
 				frame_linearize(f);
 		}
-		c->sent++;
-		pcap_write(l, f->data, f->len);
-		if (l->filter != NULL && l->filter(l, dir, f->data, f->len)) {
-			c->dropped++;
-			frame_free(f);
-			continue;
-		}
-		if (fa->stalled) {
-			c->stalled++;
-			frame_free(f);
-			continue;
-		}
-		if (chance(l, fa->drop_ppm)) {
-			c->dropped++;
-			frame_free(f);
-			continue;
-		}
-		if (chance(l, fa->dup_ppm)) {
-			c->duplicated++;
-			insert(l, dir, frame_dup(f), due + fl_rand(l) % 20000);
-		}
-		if (chance(l, fa->corrupt_ppm)) {
-			f->data[fl_rand(l) % f->len] ^=
-				(uint8_t)(1u << (fl_rand(l) % 8));
-			c->corrupted++;
-		}
-		if (chance(l, fa->reorder_ppm)) {
-			due += 1000 + fl_rand(l) % 30000;
-			c->reordered++;
-		}
-		insert(l, dir, f, due);
+		fl_send(l, e->side, f);
 	}
 }
 
@@ -207,6 +294,7 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 	memset(l, 0, sizeof(*l));
 	l->rng = seed;
 	l->delay_ns = 2000;
+	l->eth_mtu = eth_mtu;
 	for (s = 0; s < 2; s++) {
 		struct fl_end *e = &l->end[s];
 		struct droce_dev_conf conf;
@@ -235,23 +323,39 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 	return 0;
 }
 
-void
-fl_set_zero_copy(struct fakelink *l, uint32_t min)
+static void
+set_io(struct fakelink *l)
 {
 	int s;
 
-	l->zc_min = min;
 	for (s = 0; s < 2; s++) {
 		struct droce_tp_io io = {
 			.tx_alloc = fl_tx_alloc,
 			.tx_submit = fl_tx_submit,
 			.tx_free = fl_tx_free,
 			.arg = &l->end[s],
-			.zc_min = min,
+			.zc_min = l->zc_min,
+			.tso_segs = l->tso_segs,
+			.tso_seg_max = l->eth_mtu + 18,
+			.tso_ipv6 = 1,
 		};
 
 		droce_tp_queue_set_io(l->end[s].q, &io);
 	}
+}
+
+void
+fl_set_zero_copy(struct fakelink *l, uint32_t min)
+{
+	l->zc_min = min;
+	set_io(l);
+}
+
+void
+fl_set_tso(struct fakelink *l, uint32_t segs)
+{
+	l->tso_segs = segs;
+	set_io(l);
 }
 
 void

@@ -65,6 +65,10 @@ struct fakelink {
 		uint32_t len);
 	void *filter_arg;
 	uint32_t zc_min;		/* fl_set_zero_copy */
+	uint32_t eth_mtu;
+	/* fl_set_tso: TSO frames the fake NIC cut, and their segments */
+	uint32_t tso_segs;
+	uint64_t tso_frames[2], tso_segments[2];
 	/* optional capture of a sample of frames */
 	FILE *pcap;
 	uint32_t pcap_every, pcap_count, pcap_max;
@@ -76,6 +80,8 @@ void fl_fini(struct fakelink *l);
 
 /* Both ends send payloads of at least min bytes by reference (0: off). */
 void fl_set_zero_copy(struct fakelink *l, uint32_t min);
+/* A NIC with TSO: frames of up to segs segments to cut (0: none). */
+void fl_set_tso(struct fakelink *l, uint32_t segs);
 
 /* Advance the clock by dt ns: deliver due frames, progress both ends. */
 void fl_step(struct fakelink *l, uint64_t dt);

@@ -186,6 +186,83 @@ send_wr(struct droce_qp *qp, struct ibv_send_wr *wr)
 	return droce_qp_post_send(qp, wr, &bad);
 }
 
+/* One 64 KB TSO WR with the template's TCP flags fl; every segment
+ * received through rx's flow checked: length, IP length and ID,
+ * sequence number, flags (CWR on the first only, FIN and PSH on the last
+ * only), both sums and the bytes. */
+static void
+tso_run(struct droce_qp *tx, struct droce_qp *rx, struct droce_cq *cq0,
+		struct droce_cq *cq1, struct tbuf *sb, struct tbuf *rb,
+		uint8_t fl, const char *who)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge s;
+	struct ibv_wc wc;
+	uint8_t hdr[64], *f;
+	uint32_t hl, i, nseg, off;
+	int bad_seg = 0;
+
+	hl = headers(hdr, 6, fl);
+	pattern(sb->p, TSO_LEN, 2);
+	s = sge_of(sb, 0, TSO_LEN);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 9;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_TSO;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.tso.hdr = hdr;
+	wr.tso.hdr_sz = (uint16_t)hl;
+	wr.tso.mss = MSS;
+	CHECK(send_wr(tx, &wr) == 0, "TSO post (%s)", who);
+	memset(hdr, 0xee, sizeof(hdr));	/* copied at post */
+	CHECK_EQ(wait_wc(&L, cq0, &wc, 10000000), 0, "TSO completion");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_TSO,
+		"TSO completes as IBV_WC_TSO");
+	nseg = (TSO_LEN + MSS - 1) / MSS;
+	for (i = 0, off = 0; i < nseg; i++) {
+		uint32_t plen = TSO_LEN - off < MSS ? TSO_LEN - off : MSS;
+		int last = i == nseg - 1;
+		uint8_t want = (uint8_t)((fl & 0x10) | (last ? fl & 0x09 : 0) |
+			(i == 0 ? fl & 0x80 : 0));
+
+		if (wait_wc(&L, cq1, &wc, 10000000) != 0) {
+			CHECK(0, "segment %u missing", i);
+			break;
+		}
+		f = rb->p + (wc.wr_id % 128) * 2048;
+		if (wc.status != IBV_WC_SUCCESS || wc.byte_len != hl + plen ||
+				get16(f + 16) != 40 + plen ||
+				get16(f + 18) != 0x1234 + i ||
+				get32(f + 38) != 0x0001fff0u + off ||
+				f[47] != want || !sums_ok(f, wc.byte_len) ||
+				!(wc.wc_flags & IBV_WC_IP_CSUM_OK) ||
+				memcmp(f + hl, sb->p + off, plen) != 0) {
+			if (bad_seg++ < 3)
+				CHECK(0, "segment %u: len %u tot %u id %#x seq "
+					"%#x flags %#x sums %d", i, wc.byte_len,
+					get16(f + 16), get16(f + 18),
+					get32(f + 38), f[47],
+					sums_ok(f, wc.byte_len));
+		}
+		/* the buffer again, for the next */
+		{
+			struct ibv_sge rs = sge_of(rb, (wc.wr_id % 128) * 2048,
+				2048);
+			struct ibv_recv_wr rw = { .wr_id = wc.wr_id + 128,
+				.sg_list = &rs, .num_sge = 1 };
+			struct ibv_recv_wr *bad;
+
+			droce_qp_post_recv(rx, &rw, &bad);
+		}
+		off += plen;
+	}
+	CHECK(bad_seg == 0, "every TSO segment right (%s)", who);
+	CHECK_EQ(i, nseg, "46 segments");
+	fl_run_idle(&L, 1000000);
+	CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "no more segments");
+}
+
 int
 main(void)
 {
@@ -197,8 +274,8 @@ main(void)
 	struct ibv_sge s;
 	struct ibv_wc wc;
 	uint8_t hdr[64], *f;
-	uint32_t hl, i, nseg, off;
-	int n, bad_seg = 0;
+	uint32_t hl, i;
+	int n;
 
 	CHECK_EQ(fl_init(&L, 99, 1500), 0, "link");
 	cq0 = droce_cq_create(L.end[0].dev, 0, 256);
@@ -316,68 +393,25 @@ main(void)
 	CHECK_EQ(droce_qp_destroy(rx), -EBUSY, "destroy with a flow: EBUSY");
 	CHECK_EQ(droce_flow_destroy(fl), 0, "destroy flow");
 
-	/* TSO: 64 KB in MSS segments to a TCP flow */
+	/* TSO: 64 KB in MSS segments to a TCP flow, cut by droce; then by
+	 * a NIC that cuts frames of up to 64 segments (droce hands it one
+	 * of 45 segments, the IPv4 length's limit, and cuts the last
+	 * itself), but not one with CWR, which only the first segment may
+	 * carry */
 	fl = tcp_flow(rx, TCP_DPORT);
 	CHECK(fl != NULL, "TCP flow");
-	hl = headers(hdr, 6, 0x80 | 0x10 | 0x08 | 0x01);	/* CWR ACK PSH FIN */
-	pattern(sb.p, TSO_LEN, 2);
-	s = sge_of(&sb, 0, TSO_LEN);
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = 9;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.opcode = IBV_WR_TSO;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.tso.hdr = hdr;
-	wr.tso.hdr_sz = (uint16_t)hl;
-	wr.tso.mss = MSS;
-	CHECK_EQ(send_wr(tx, &wr), 0, "TSO post");
-	memset(hdr, 0xee, sizeof(hdr));	/* copied at post */
-	CHECK_EQ(wait_wc(&L, cq0, &wc, 10000000), 0, "TSO completion");
-	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_TSO,
-		"TSO completes as IBV_WC_TSO");
-	nseg = (TSO_LEN + MSS - 1) / MSS;
-	for (i = 0, off = 0; i < nseg; i++) {
-		uint32_t plen = TSO_LEN - off < MSS ? TSO_LEN - off : MSS;
-		int last = i == nseg - 1;
-		uint8_t want = (uint8_t)(0x10 | (last ? 0x09 : 0) |
-			(i == 0 ? 0x80 : 0));
-
-		if (wait_wc(&L, cq1, &wc, 10000000) != 0) {
-			CHECK(0, "segment %u missing", i);
-			break;
-		}
-		f = rb.p + (wc.wr_id % 128) * 2048;
-		if (wc.status != IBV_WC_SUCCESS || wc.byte_len != hl + plen ||
-				get16(f + 16) != 40 + plen ||
-				get16(f + 18) != 0x1234 + i ||
-				get32(f + 38) != 0x0001fff0u + off ||
-				f[47] != want || !sums_ok(f, wc.byte_len) ||
-				!(wc.wc_flags & IBV_WC_IP_CSUM_OK) ||
-				memcmp(f + hl, sb.p + off, plen) != 0) {
-			if (bad_seg++ < 3)
-				CHECK(0, "segment %u: len %u tot %u id %#x seq "
-					"%#x flags %#x sums %d", i, wc.byte_len,
-					get16(f + 16), get16(f + 18),
-					get32(f + 38), f[47],
-					sums_ok(f, wc.byte_len));
-		}
-		/* the buffer again, for the next */
-		{
-			struct ibv_sge rs = sge_of(&rb, (wc.wr_id % 128) * 2048,
-				2048);
-			struct ibv_recv_wr rw = { .wr_id = wc.wr_id + 128,
-				.sg_list = &rs, .num_sge = 1 };
-			struct ibv_recv_wr *bad;
-
-			droce_qp_post_recv(rx, &rw, &bad);
-		}
-		off += plen;
-	}
-	CHECK_EQ(bad_seg, 0, "every TSO segment right");
-	CHECK_EQ(i, nseg, "46 segments");
-	fl_run_idle(&L, 1000000);
-	CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "no more segments");
+	tso_run(tx, rx, cq0, cq1, &sb, &rb, 0x80 | 0x10 | 0x08 | 0x01, "droce");
+	CHECK_EQ(L.tso_frames[0], 0, "no NIC TSO: droce cut every segment");
+	fl_set_tso(&L, 64);
+	tso_run(tx, rx, cq0, cq1, &sb, &rb, 0x10 | 0x08 | 0x01, "the NIC");
+	CHECK(L.tso_frames[0] == 1 && L.tso_segments[0] == 45,
+		"the NIC cut one frame into 45 segments (%llu, %llu)",
+		(unsigned long long)L.tso_frames[0],
+		(unsigned long long)L.tso_segments[0]);
+	tso_run(tx, rx, cq0, cq1, &sb, &rb, 0x80 | 0x10 | 0x08 | 0x01,
+		"droce (CWR)");
+	CHECK_EQ(L.tso_frames[0], 1, "with CWR, droce cut every segment");
+	fl_set_tso(&L, 0);
 
 	/* packet pacing: 10 frames of 1000 bytes at 8 Mbit/s take at least
 	 * 9 gaps of (1000 + 24) * 8 / 8e6 s, less the 200 us a QP may catch

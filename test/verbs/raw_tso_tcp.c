@@ -3,9 +3,13 @@
  */
 
 /*
- * raw_tso_tcp MY_IP MY_MAC PEER_IP PEER_MAC PORT: a TCP client made of
- * whole frames on a RAW_PACKET QP, against a real TCP stack (the Linux
- * kernel on the other end of a veth, test/verbs/raw-tso-veth.sh). A flow
+ * raw_tso_tcp MY_IP MY_MAC PEER_IP PEER_MAC PORT [MSS]: a TCP client made
+ * of whole frames on a RAW_PACKET QP, against a real TCP stack (the Linux
+ * kernel on the other end of a veth or a net_tap, test/verbs/
+ * raw-tso-kernel.sh). MSS: what the SYN offers (1460). With RAW_TSO_GO
+ * set, the SYN waits for that file to exist (the peer's address and
+ * capture are set up); with RAW_TSO_HOLD, the exit waits for that one
+ * (the script reads droce's counters meanwhile). A flow
  * rule steers the peer's segments to the QP; the SYN goes with
  * IBV_SEND_IP_CSUM (droce fills the sums in), the SYN-ACK is read from the
  * QP's receive queue, then 64 KB go in one ibv_wr_send_tso with ACK, PSH
@@ -49,6 +53,23 @@ fail(const char *what)
 {
 	fprintf(stderr, "raw_tso_tcp: %s (%s)\n", what, strerror(errno));
 	return 1;
+}
+
+/* Until path exists (or 60 s): the script's go-ahead. */
+static void
+wait_file(const char *path)
+{
+	FILE *f;
+	int i;
+
+	for (i = 0; path != NULL && i < 600; i++) {
+		f = fopen(path, "r");
+		if (f != NULL) {
+			fclose(f);
+			return;
+		}
+		nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+	}
 }
 
 static double
@@ -299,25 +320,30 @@ setup(void)
 int
 main(int argc, char **argv)
 {
-	static const uint8_t syn_opt[8] = { 2, 4, 0x05, 0xb4,	/* MSS 1460 */
-		1, 3, 3, 7 };					/* WS 7 */
+	uint8_t syn_opt[8] = { 2, 4, 0x05, 0xb4,	/* MSS 1460 */
+		1, 3, 3, 7 };				/* WS 7 */
 	uint32_t isn = 0x1000 + (uint32_t)time(NULL) % 0x10000, srv, len, i;
 	uint32_t mss = 536, want, acked = 0;
 	const uint8_t *f;
 	uint8_t tmpl[64];
 	double end;
 
-	if (argc != 6 || inet_pton(AF_INET, argv[1], &my_ip) != 1 ||
+	if ((argc != 6 && argc != 7) || inet_pton(AF_INET, argv[1], &my_ip) != 1 ||
 			parse_mac(argv[2], my_mac) != 0 ||
 			inet_pton(AF_INET, argv[3], &peer_ip) != 1 ||
 			parse_mac(argv[4], peer_mac) != 0) {
 		fprintf(stderr, "usage: raw_tso_tcp MY_IP MY_MAC PEER_IP "
-			"PEER_MAC PORT\n");
+			"PEER_MAC PORT [MSS]\n");
 		return 2;
 	}
 	peer_port = (uint16_t)atoi(argv[5]);
+	if (argc == 7) {
+		syn_opt[2] = (uint8_t)(atoi(argv[6]) >> 8);
+		syn_opt[3] = (uint8_t)atoi(argv[6]);
+	}
 	if (setup() != 0)
 		return 1;
+	wait_file(getenv("RAW_TSO_GO"));
 	for (i = 0; i < PAYLOAD; i++)
 		mem[i] = (uint8_t)(i * 131 + (i >> 8));
 
@@ -345,6 +371,9 @@ main(int argc, char **argv)
 			break;
 		i += f[i + 1];
 	}
+	/* segments no longer than either side's MSS */
+	if (argc == 7 && mss > (uint32_t)atoi(argv[6]))
+		mss = (uint32_t)atoi(argv[6]);
 	printf("SYN-ACK: server ISN %#x, MSS %u\n", srv, mss);
 	if (send_frame(headers(TXF, 2, isn + 1, srv + 1, 0x10, NULL, 0, 0)) != 0)
 		return 1;
@@ -376,5 +405,7 @@ main(int argc, char **argv)
 		"IBV_WC_TSO success" : "missing or failed", mss,
 		acked - isn - 1, PAYLOAD + 1,
 		acked == want ? " (the payload and the FIN): ok" : "");
+	fflush(stdout);
+	wait_file(getenv("RAW_TSO_HOLD"));
 	return acked == want && tso_status == IBV_WC_SUCCESS ? 0 : 1;
 }
