@@ -132,7 +132,6 @@ struct droce_port {
 	/* progress thread */
 	pthread_t thread;
 	int thread_running;
-	int closed;			/* the ethdev is stopped and closed */
 	int lcores_running;		/* lcores inside droce_port_run */
 	int tx_kick;			/* kick the PMD's TX ring when idle */
 	int tx_ip_csum_offload;		/* the PMD fills IPv4 header sums in */
@@ -220,6 +219,8 @@ void dp_progress_stop(struct droce_port *p);
 /* dp_memif.c: start and close around net_memif's quirks */
 int dp_port_start(struct droce_port *p, const struct rte_eth_dev_info *info);
 void dp_port_stop_close(struct droce_port *p);
+/* At close: every queue's frames still queued to the PMD, or freed. */
+void dp_port_tx_release(struct droce_port *p);
 void dp_mtu_cap(struct droce_port *p);
 
 /* dp_port.c: open, close, counters */

@@ -21,38 +21,97 @@
 
 #include "dp_internal.h"
 
-static void
-stop_close_cb(void *arg)
-{
-	struct droce_port *p = arg;
+struct intr_call {
+	void (*fn)(struct droce_port *p);
+	struct droce_port *p;
+	int done;
+};
 
-	rte_eth_dev_stop(p->port_id);
-	rte_eth_dev_close(p->port_id);
-	__atomic_store_n(&p->closed, 1, __ATOMIC_RELEASE);
+static void
+intr_call_cb(void *arg)
+{
+	struct intr_call *c = arg;
+
+	c->fn(c->p);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 }
 
 /*
- * Stop and close the ethdev from EAL's interrupt thread (an alarm): that
- * is where net_memif handles a peer's disconnect, and in DPDK 22.11 the
- * two disconnects running at once (both ends closing together, as every
- * two-process benchmark does) free the shared regions twice.
+ * fn(p) in EAL's interrupt thread (an alarm), waited for: that is where
+ * net_memif handles a peer's disconnect, which unmaps the shared regions,
+ * so what runs there never overlaps it. If the thread does not run it
+ * within 10 s, it runs here.
+ */
+static void
+in_intr_thread(void (*fn)(struct droce_port *p), struct droce_port *p)
+{
+	struct intr_call c = { fn, p, 0 };
+	int i;
+
+	if (rte_eal_alarm_set(1, intr_call_cb, &c) == 0) {
+		for (i = 0; i < 10000; i++) {
+			if (__atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+				return;
+			usleep(1000);
+		}
+		if (rte_eal_alarm_cancel(intr_call_cb, &c) <= 0) {
+			/* running now: it finishes soon */
+			while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+				usleep(1000);
+			return;
+		}
+	}
+	fn(p);
+}
+
+static void
+tx_release(struct droce_port *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < p->nb_queues; i++) {
+		struct dp_queue *q = &p->q[i];
+
+		if (q->tq == NULL)
+			continue;
+		rte_spinlock_lock(&q->lock);
+		dp_txbuf_release(q);
+		rte_spinlock_unlock(&q->lock);
+	}
+}
+
+/*
+ * At close, the frames still queued go to the PMD (or are freed), polling
+ * having stopped. On a port droce configured this runs in the interrupt
+ * thread: a net_memif peer closing at the same moment (both ends of a
+ * benchmark finish together) unmapped the regions under a transmit that
+ * had found the link up, and the process died in eth_memif_tx.
+ */
+void
+dp_port_tx_release(struct droce_port *p)
+{
+	if (p->owns_port)
+		in_intr_thread(tx_release, p);
+	else
+		tx_release(p);
+}
+
+static void
+stop_close(struct droce_port *p)
+{
+	rte_eth_dev_stop(p->port_id);
+	rte_eth_dev_close(p->port_id);
+}
+
+/*
+ * Stop and close the ethdev from EAL's interrupt thread: in DPDK 22.11 two
+ * net_memif disconnects running at once (both ends closing together, as
+ * every two-process benchmark does) free the shared regions twice.
  */
 void
 dp_port_stop_close(struct droce_port *p)
 {
-	int i;
-
-	if (rte_eal_alarm_set(1, stop_close_cb, p) == 0) {
-		for (i = 0; i < 10000; i++) {
-			if (__atomic_load_n(&p->closed, __ATOMIC_ACQUIRE))
-				return;
-			usleep(1000);
-		}
-		/* the interrupt thread never ran it: do it here */
-		if (rte_eal_alarm_cancel(stop_close_cb, p) <= 0)
-			return;
-	}
-	stop_close_cb(p);
+	in_intr_thread(stop_close, p);
 }
 
 /* How long a port may take to find its peer when both start together. */

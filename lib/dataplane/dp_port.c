@@ -415,14 +415,12 @@ droce_port_close(struct droce_port *p)
 	/* stop polling first, drain, then close (memif: never mid-burst) */
 	dp_progress_stop(p);
 	dp_telemetry_unregister(p);
+	dp_port_tx_release(p);
 	for (i = 0; i < p->nb_queues; i++) {
 		struct dp_queue *q = &p->q[i];
 
 		if (q->tq == NULL)
 			continue;
-		rte_spinlock_lock(&q->lock);
-		dp_txbuf_release(q);
-		rte_spinlock_unlock(&q->lock);
 		if (q->handoff) {
 			struct rte_mbuf *m;
 
