@@ -81,7 +81,8 @@ app_tables_init(struct dd_app *a)
 			dd_table_init(&a->ahs, l->max_ah) ||
 			dd_table_init(&a->chans, l->max_chan) ||
 			dd_table_init(&a->mws, l->max_mr) ||
-			dd_table_init(&a->segs, l->max_mr * 2))
+			dd_table_init(&a->segs, l->max_mr * 2) ||
+			dd_table_init(&a->xrcds, l->max_srq))
 		return -ENOMEM;
 	return 0;
 }
@@ -185,6 +186,15 @@ reclaim_rest(struct dd_app *a)
 		dd_table_del(&a->srqs, h);
 		free(s);
 	}
+	for (h = 0; h < a->xrcds.cap && a->xrcds.n; h++) {	/* after SRQs */
+		struct dd_xrcd *x = dd_table_get(&a->xrcds, h);
+
+		if (x == NULL)
+			continue;
+		droce_xrcd_free(x->tx);
+		dd_table_del(&a->xrcds, h);
+		free(x);
+	}
 	for (h = 0; h < a->cqs.cap && a->cqs.n; h++) {
 		struct dd_cq *cq = dd_table_get(&a->cqs, h);
 
@@ -286,6 +296,7 @@ dd_app_free(struct dd_app *a)
 	dd_table_fini(&a->chans);
 	dd_table_fini(&a->mws);
 	dd_table_fini(&a->segs);
+	dd_table_fini(&a->xrcds);
 	if (a->region != NULL)
 		munmap(a->region, a->region_size);
 	if (a->region_fd >= 0)

@@ -71,7 +71,7 @@ op_hello(struct req_ctx *c)
 	p->dev_attr.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
 		IBV_DEVICE_SHUTDOWN_PORT | IBV_DEVICE_PORT_ACTIVE_EVENT |
 		IBV_DEVICE_SYS_IMAGE_GUID | IBV_DEVICE_SRQ_RESIZE |
-		IBV_DEVICE_N_NOTIFY_CQ;
+		IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_XRC;
 	memcpy(&p->dev_attr.node_guid, dc->gids[0].gid + 8, 8);
 	p->dev_attr.sys_image_guid = p->dev_attr.node_guid;
 	p->port_attr.state = IBV_PORT_ACTIVE;
@@ -442,6 +442,8 @@ static const op_fn handlers[DROCE_OP_COUNT] = {
 	[DROCE_OP_DESTROY_CHANNEL] = op_destroy_channel,
 	[DROCE_OP_CREATE_CQ] = op_create_cq,
 	[DROCE_OP_RESIZE_CQ] = op_resize_cq,
+	[DROCE_OP_OPEN_XRCD] = op_open_xrcd,
+	[DROCE_OP_CLOSE_XRCD] = op_close_xrcd,
 	[DROCE_OP_DESTROY_CQ] = op_destroy_cq,
 	[DROCE_OP_CREATE_SRQ] = op_create_srq,
 	[DROCE_OP_MODIFY_SRQ] = op_modify_srq,

@@ -37,4 +37,10 @@ int op_destroy_ah(struct req_ctx *c);
 int op_attach_mcast(struct req_ctx *c);
 int op_detach_mcast(struct req_ctx *c);
 
+/* ctl_xrc.c: XRC domains, and the XRC cases of CREATE_SRQ / CREATE_QP */
+int op_open_xrcd(struct req_ctx *c);
+int op_close_xrcd(struct req_ctx *c);
+int dd_create_srq_xrc(struct req_ctx *c, struct dd_pd *pd);
+int dd_create_qp_xrc_recv(struct req_ctx *c);
+
 #endif

@@ -26,6 +26,8 @@ op_create_srq(struct req_ctx *c)
 
 	if (pd == NULL)
 		return -EINVAL;
+	if (r->xrcd != DROCE_CHAN_NONE)
+		return dd_create_srq_xrc(c, pd);
 	s = calloc(1, sizeof(*s));
 	if (s == NULL)
 		return -ENOMEM;
@@ -53,7 +55,7 @@ op_create_srq(struct req_ctx *c)
 	}
 	droce_srq_set_user(s->tsrq, s);
 	p->handle = s->handle;
-	p->srq_num = s->handle;
+	p->srq_num = 0;		/* numbers are XRC SRQs' */
 	p->max_wr = ia.attr.max_wr;
 	p->max_sge = s->max_sge;
 	return 0;
@@ -150,7 +152,8 @@ qp_rings(struct req_ctx *c, struct dd_qp *qp, struct droce_chan_create_qp_rep *p
 			droce_chan_sq_slot(cap->max_send_sge, cap->max_inline_data),
 			qp->q, &p->sq) != 0)
 		return -ENOMEM;
-	if (qp->srq == NULL && dd_wq_alloc(c->a, &qp->rq, cap->max_recv_wr,
+	if (qp->srq == NULL && qp->type != IBV_QPT_XRC_SEND &&
+			dd_wq_alloc(c->a, &qp->rq, cap->max_recv_wr,
 			droce_chan_rq_slot(cap->max_recv_sge), qp->q, &p->rq) != 0)
 		return -ENOMEM;
 	return 0;
@@ -233,8 +236,17 @@ op_create_qp(struct req_ctx *c)
 	struct dd_srq *srq = NULL;
 	struct ibv_qp_init_attr ia = { 0 };
 	struct dd_qp *qp;
+	/* XRC_SEND: a send CQ alone (no receive side) */
+	int xrc = r->qp_type == IBV_QPT_XRC_SEND;
 	int rc;
 
+	if (r->qp_type == IBV_QPT_XRC_RECV)
+		return dd_create_qp_xrc_recv(c);
+	if (xrc) {
+		if (r->srq != DROCE_CHAN_NONE)
+			return -EINVAL;
+		rcq = scq;
+	}
 	if (pd == NULL || scq == NULL || rcq == NULL ||
 			(r->srq != DROCE_CHAN_NONE &&
 			(srq = dd_table_get(&a->srqs, r->srq)) == NULL))
@@ -244,7 +256,7 @@ op_create_qp(struct req_ctx *c)
 	if (r->qp_type == DROCE_QPT_GSI && srq == NULL)
 		return create_gsi_proxy(c, scq, rcq);
 	if (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UC &&
-			r->qp_type != IBV_QPT_UD)
+			r->qp_type != IBV_QPT_UD && !xrc)
 		return -EOPNOTSUPP;
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
@@ -260,8 +272,8 @@ op_create_qp(struct req_ctx *c)
 	dd_lock_all();
 	rc = place(scq, rcq, srq, &qp->q);
 	if (rc == 0) {
-		qp->tqp = droce_qp_create(pd->tpd, &ia, scq->tcq, rcq->tcq,
-			srq ? srq->tsrq : NULL);
+		qp->tqp = droce_qp_create(pd->tpd, &ia, scq->tcq,
+			xrc ? NULL : rcq->tcq, srq ? srq->tsrq : NULL);
 		if (qp->tqp == NULL)
 			rc = errno ? -errno : -EINVAL;
 	}
@@ -324,7 +336,9 @@ op_modify_qp(struct req_ctx *c)
 	if (rc == 0 && (r->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
 		/* a fresh start: WQEs refused before are forgotten */
 		qp->failed = false;
-		__atomic_store_n(&qp->sq.sh->error, 0, __ATOMIC_RELEASE);
+		if (qp->sq.sh != NULL)	/* XRC_RECV: none */
+			__atomic_store_n(&qp->sq.sh->error, 0,
+				__ATOMIC_RELEASE);
 	}
 	droce_port_unlock(dd.port, qp->q);
 	return rc;

@@ -133,6 +133,10 @@ struct dd_pd {
 	struct droce_pd *tpd;
 };
 
+struct dd_xrcd {
+	struct droce_xrcd *tx;
+};
+
 struct dd_ah {
 	struct droce_ah *tah;
 };
@@ -165,6 +169,7 @@ struct dd_app {
 	uint32_t db_cons[DROCE_CHAN_MAX_QUEUES];
 	uint32_t async_prod;
 	struct dd_table pds, mrs, cqs, srqs, qps, ahs, chans, segs, mws;
+	struct dd_table xrcds;
 	struct dd_app_stats st;
 	uint8_t cm_prefix;	/* its CM IDs' top byte (gsi.c) */
 	bool announced;		/* logged: it did more than HELLO */

@@ -110,7 +110,8 @@ qp_refuse(struct dd_qp *qp, const char *why, int err)
 		strerror(err));
 	qp->failed = true;
 	droce_qp_modify(qp->tqp, &attr, IBV_QP_STATE, NULL);
-	__atomic_store_n(&qp->sq.sh->error, 1, __ATOMIC_RELEASE);
+	if (qp->sq.sh != NULL)
+		__atomic_store_n(&qp->sq.sh->error, 1, __ATOMIC_RELEASE);
 	dd_async(qp->app, IBV_EVENT_QP_FATAL, DROCE_KIND_QP, qp->handle);
 }
 
@@ -186,6 +187,8 @@ swqe_to_wr(struct dd_qp *qp, const struct droce_chan_swqe *w, uint32_t slot,
 	default:
 		break;
 	}
+	if (qp->type == IBV_QPT_XRC_SEND)	/* the XRCETH */
+		wr->qp_type.xrc.remote_srqn = w->remote_qpn;
 	if (qp->type == IBV_QPT_UD) {
 		struct dd_ah *ah = dd_table_get(&qp->app->ahs, w->ah);
 
@@ -394,7 +397,9 @@ ring(struct dd_app *a, uint32_t q, uint32_t db)
 	case DROCE_KIND_SQ: {
 		struct dd_qp *qp = dd_table_get(&a->qps, h);
 
-		if (qp == NULL || qp->q != q)
+		/* an XRC_RECV QP has no SQ: a doorbell for it is noise */
+		if (qp == NULL || qp->q != q ||
+				(!qp->gsi && qp->sq.sh == NULL))
 			return 0;
 		return qp->gsi ? dd_gsi_drain_sq(qp) : drain_sq(qp);
 	}

@@ -153,6 +153,9 @@ struct ibv_srq *da_create_srq(struct ibv_context *c,
 int da_modify_srq(struct dv_srq *srq, struct ibv_srq_attr *attr, int mask);
 int da_query_srq(struct dv_srq *srq, struct ibv_srq_attr *attr);
 int da_destroy_srq(struct dv_srq *srq);
+/* XRC domains in droced (verbs_xrc.c shares them by inode) */
+int da_open_xrcd(struct dv_context *ctx, uint32_t *handle);
+int da_close_xrcd(struct dv_context *ctx, uint32_t handle);
 struct ibv_qp *da_create_qp(struct ibv_context *c,
 		struct ibv_qp_init_attr_ex *attr, int gsi);
 int da_modify_qp(struct dv_qp *qp, struct ibv_qp_attr *attr, int mask);

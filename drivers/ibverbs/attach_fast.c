@@ -78,7 +78,15 @@ check_send(const struct dv_qp *qp, const struct ibv_send_wr *wr)
 			f != IBV_QP_EX_WITH_ATOMIC_WRITE)))
 		return EINVAL;
 	if ((wr->send_flags & IBV_SEND_FENCE) &&
-			qp->ex.qp_base.qp_type != IBV_QPT_RC)
+			qp->ex.qp_base.qp_type != IBV_QPT_RC &&
+			qp->ex.qp_base.qp_type != IBV_QPT_XRC_SEND)
+		return EINVAL;
+	/* XRC: a remote operation names the target's SRQ (24 bits, not 0) */
+	if (qp->ex.qp_base.qp_type == IBV_QPT_XRC_SEND &&
+			wr->opcode != IBV_WR_LOCAL_INV &&
+			wr->opcode != IBV_WR_BIND_MW &&
+			(wr->qp_type.xrc.remote_srqn == 0 ||
+			wr->qp_type.xrc.remote_srqn > 0xffffff))
 		return EINVAL;
 	if ((f & ATOMIC_OPS) && ((wr->wr.atomic.remote_addr & 7) || len != 8))
 		return EINVAL;
@@ -133,6 +141,8 @@ write_swqe(const struct dv_qp *qp, uint8_t *slot, const struct ibv_send_wr *wr)
 		w->bind_len = b->length;
 		return;		/* no SGEs */
 	}
+	if (qp->ex.qp_base.qp_type == IBV_QPT_XRC_SEND)
+		w->remote_qpn = wr->qp_type.xrc.remote_srqn;
 	if (qp->ex.qp_base.qp_type == IBV_QPT_UD) {
 		w->ah = ((const struct da_ah *)wr->wr.ud.ah)->handle;
 		w->remote_qpn = wr->wr.ud.remote_qpn;
@@ -201,6 +211,10 @@ post_send(struct dv_qp *qp, struct ibv_send_wr *wr,
 	if (dead(qp->ctx)) {
 		*bad_wr = wr;
 		return EIO;
+	}
+	if (wq->sh == NULL) {	/* an XRC_RECV QP sends nothing */
+		*bad_wr = wr;
+		return EINVAL;
 	}
 	pthread_spin_lock(&wq->lock);
 	switch (qp->ex.qp_base.state) {

@@ -73,6 +73,13 @@ da_create_srq(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr)
 	r.max_wr = attr->attr.max_wr;
 	r.max_sge = attr->attr.max_sge;
 	r.srq_limit = attr->attr.srq_limit;
+	r.xrcd = DROCE_CHAN_NONE;
+	r.cq = DROCE_CHAN_NONE;
+	if ((attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) &&
+			attr->srq_type == IBV_SRQT_XRC) {	/* checked before */
+		r.xrcd = dv_xrcd_handle(attr->xrcd);
+		r.cq = dv_cq(attr->cq)->handle;
+	}
 	rc = da_rpc(a, DROCE_OP_CREATE_SRQ, &r, &p, NULL, 0, NULL, NULL);
 	if (rc != 0) {
 		free(srq);
@@ -89,6 +96,7 @@ da_create_srq(struct ibv_context *c, struct ibv_srq_init_attr_ex *attr)
 	attr->attr.max_sge = p.max_sge;
 	srq->handle = p.handle;
 	srq->max_sge = p.max_sge;
+	srq->srqn = p.srq_num;
 	srq->ctx = dv_ctx(c);
 	srq->srq.context = c;
 	srq->srq.srq_context = attr->srq_context;
@@ -157,9 +165,13 @@ qp_init(struct dv_qp *qp, struct ibv_context *c,
 	qp->ex.qp_base.context = c;
 	qp->ex.qp_base.qp_context = attr->qp_context;
 	qp->ex.qp_base.pd = attr->pd;
-	qp->ex.qp_base.send_cq = attr->send_cq;
-	qp->ex.qp_base.recv_cq = attr->recv_cq;
-	qp->ex.qp_base.srq = attr->srq;
+	qp->ex.qp_base.send_cq = t == IBV_QPT_XRC_RECV ? NULL : attr->send_cq;
+	qp->ex.qp_base.recv_cq = t == IBV_QPT_XRC_RECV ||
+		t == IBV_QPT_XRC_SEND ? NULL : attr->recv_cq;
+	qp->ex.qp_base.srq = t == IBV_QPT_XRC_RECV ||
+		t == IBV_QPT_XRC_SEND ? NULL : attr->srq;
+	if (t == IBV_QPT_XRC_RECV)
+		qp->ex.qp_base.pd = NULL;
 	qp->ex.qp_base.qp_num = p->qpn;
 	qp->ex.qp_base.handle = p->handle;
 	qp->ex.qp_base.state = IBV_QPS_RESET;
@@ -179,26 +191,35 @@ da_create_qp(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr, int gsi)
 	struct droce_chan_create_qp_req r;
 	struct droce_chan_create_qp_rep p;
 	struct dv_qp *qp;
-	int rc;
+	int rc, xs, xr;
 
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return fail_null(ENOMEM);
 	memset(&r, 0, sizeof(r));
-	r.pd = dv_pd(attr->pd)->handle;
+	/* XRC: XRC_SEND has no receive side, XRC_RECV only a domain */
+	xs = !gsi && attr->qp_type == IBV_QPT_XRC_SEND;
+	xr = !gsi && attr->qp_type == IBV_QPT_XRC_RECV;
+	r.pd = xr ? DROCE_CHAN_NONE : dv_pd(attr->pd)->handle;
 	r.qp_type = gsi ? DROCE_QPT_GSI : (uint32_t)attr->qp_type;
-	r.send_cq = dv_cq(attr->send_cq)->handle;
-	r.recv_cq = dv_cq(attr->recv_cq)->handle;
-	r.srq = attr->srq != NULL ? dv_srq(attr->srq)->handle : DROCE_CHAN_NONE;
+	r.send_cq = xr ? DROCE_CHAN_NONE : dv_cq(attr->send_cq)->handle;
+	r.recv_cq = xr || xs ? DROCE_CHAN_NONE : dv_cq(attr->recv_cq)->handle;
+	r.srq = attr->srq != NULL && !xs && !xr ? dv_srq(attr->srq)->handle :
+		DROCE_CHAN_NONE;
 	r.sq_sig_all = (uint32_t)attr->sq_sig_all;
 	r.cap = attr->cap;
+	r.xrcd = xr ? dv_xrcd_handle(attr->xrcd) : DROCE_CHAN_NONE;
 	rc = da_rpc(a, DROCE_OP_CREATE_QP, &r, &p, NULL, 0, NULL, NULL);
 	if (rc != 0) {
 		free(qp);
 		return fail_null(rc);
 	}
-	rc = wq_setup(a, &qp->sq, &p.sq);
-	if (rc == 0 && attr->srq == NULL)
+	/* an XRC_RECV QP has no SQ, but da_modify_qp orders its state with
+	 * the SQ's lock: x86's glibc takes a zeroed spinlock as held */
+	if (xr)
+		pthread_spin_init(&qp->sq.lock, PTHREAD_PROCESS_PRIVATE);
+	rc = xr ? 0 : wq_setup(a, &qp->sq, &p.sq);
+	if (rc == 0 && attr->srq == NULL && !xs && !xr)
 		rc = wq_setup(a, &qp->rq, &p.rq);
 	if (rc == 0)
 		rc = da_obj_set(a, DA_QP, p.handle, qp);
@@ -285,4 +306,22 @@ da_destroy_qp(struct dv_qp *qp)
 	wq_fini(&qp->rq);
 	free(qp);
 	return 0;
+}
+
+int
+da_open_xrcd(struct dv_context *ctx, uint32_t *handle)
+{
+	struct droce_chan_handle h;
+	int rc = da_rpc(ctx->att, DROCE_OP_OPEN_XRCD, NULL, &h, NULL, 0, NULL,
+		NULL);
+
+	if (rc == 0)
+		*handle = h.handle;
+	return rc;
+}
+
+int
+da_close_xrcd(struct dv_context *ctx, uint32_t handle)
+{
+	return destroy_req(ctx->att, DROCE_OP_CLOSE_XRCD, handle);
 }

@@ -211,7 +211,7 @@ ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *a)
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
 		IBV_DEVICE_MEM_WINDOW |
 		IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS |
-		IBV_DEVICE_XRC;	/* in process only (doc/verbs.md) */
+		IBV_DEVICE_XRC;
 	a->max_sge = (int)lim.max_sge;
 	a->max_sge_rd = (int)lim.max_sge;
 	a->max_cq = (int)lim.max_cq;

@@ -123,6 +123,7 @@ struct dv_srq {
 	/* attached */
 	uint32_t handle, max_sge;
 	struct da_wq rq;
+	uint32_t srqn;			/* an XRC SRQ's number (droced's) */
 };
 
 struct dv_qp {
@@ -220,6 +221,8 @@ struct ibv_qp *dv_create_qp_xrc(struct dv_context *ctx,
 struct ibv_qp *dv_open_qp(struct ibv_context *c,
 		struct ibv_qp_open_attr *attr);
 int dv_destroy_qp_xrc(struct dv_qp *qp);
+/* attached: droced's handle of an XRC domain */
+uint32_t dv_xrcd_handle(struct ibv_xrcd *xrcd);
 
 /* verbs_ex.c: struct ibv_qp_ex and struct ibv_cq_ex */
 int dv_qp_ex_setup(struct dv_qp *qp, uint64_t send_ops);

@@ -371,10 +371,6 @@ create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
 
 	if (attr->qp_type == IBV_QPT_XRC_RECV && !gsi)
 		return dv_create_qp_xrc(ctx, attr);
-	if (xrc && ctx->att != NULL) {
-		errno = EOPNOTSUPP;	/* not through droced (doc/verbs.md) */
-		return NULL;
-	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL ||
 			attr->send_cq == NULL ||
 			(attr->recv_cq == NULL && !xrc)) {

@@ -5,8 +5,9 @@
 /*
  * XRC through the verbs API: ibv_open_xrcd / ibv_close_xrcd, XRC SRQs
  * (ibv_create_srq_ex with IBV_SRQT_XRC, ibv_get_srq_num), XRC_SEND and
- * XRC_RECV QPs (ibv_create_qp_ex) and ibv_open_qp. In process only:
- * attached to droced each of them fails with EOPNOTSUPP.
+ * XRC_RECV QPs (ibv_create_qp_ex) and ibv_open_qp, in process and
+ * attached to droced (which keeps the domains, SRQs and QPs; ibv_open_qp
+ * is in process only: EOPNOTSUPP attached).
  *
  * An XRC domain opened with a file (fd != -1) is shared, as rdma-core
  * documents ibv_open_xrcd(3), by every open of the same inode: here
@@ -30,6 +31,7 @@
 /* One XRC domain, shared by the opens of one inode. */
 struct dv_xrcd_sh {
 	struct droce_xrcd *t;
+	uint32_t handle;	/* attached: droced's */
 	dev_t dev;
 	ino_t ino;
 	int has_ino;
@@ -77,17 +79,13 @@ dv_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
 		errno = EINVAL;	/* as rdma-core's ibv_cmd_open_xrcd */
 		return NULL;
 	}
-	if (ctx->att != NULL) {
-		errno = EOPNOTSUPP;	/* not through droced (doc/verbs.md) */
-		return NULL;
-	}
 	fd = attr->fd;
 	oflags = attr->oflags;
 	if (fd != -1 && fstat(fd, &st) != 0) {
 		errno = EBADF;
 		return NULL;
 	}
-	rc = dv_port_get(ctx);
+	rc = ctx->att != NULL ? 0 : dv_port_get(ctx);
 	if (rc) {
 		errno = rc;
 		return NULL;
@@ -115,9 +113,11 @@ dv_open_xrcd(struct ibv_context *context, struct ibv_xrcd_init_attr *attr)
 	}
 	if (sh == NULL) {
 		sh = calloc(1, sizeof(*sh));
-		if (sh == NULL || (sh->t = droce_xrcd_alloc(d->tdev)) == NULL) {
+		rc = sh == NULL ? ENOMEM : ctx->att != NULL ?
+			da_open_xrcd(ctx, &sh->handle) :
+			(sh->t = droce_xrcd_alloc(d->tdev)) == NULL ? ENOMEM : 0;
+		if (rc != 0) {
 			free(sh);
-			rc = ENOMEM;
 			goto fail;
 		}
 		if (fd != -1) {
@@ -152,10 +152,12 @@ dv_close_xrcd(struct ibv_xrcd *ibx)
 	pthread_mutex_lock(&d->lock);
 	if (sh->opens == 1) {
 		/* the last open: the domain goes, if nothing uses it */
-		rc = droce_xrcd_free(sh->t);
+		rc = x->ctx->att != NULL ?
+			da_close_xrcd(x->ctx, sh->handle) :
+			-droce_xrcd_free(sh->t);
 		if (rc) {
 			pthread_mutex_unlock(&d->lock);
-			return -rc;
+			return rc;
 		}
 		for (pp = &d->xrcds; *pp != sh; pp = &(*pp)->next)
 			;
@@ -181,10 +183,6 @@ dv_create_srq_xrc(struct dv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 	struct dv_cq *cq;
 	int moved;
 
-	if (ctx->att != NULL) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	if ((attr->comp_mask & need) != need || attr->pd == NULL ||
 			attr->xrcd == NULL || attr->cq == NULL ||
 			(attr->comp_mask & ~need) ||
@@ -193,6 +191,8 @@ dv_create_srq_xrc(struct dv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 		errno = EINVAL;
 		return NULL;
 	}
+	if (ctx->att != NULL)	/* droced moves the CQ to its queue 0 */
+		return da_create_srq(&ctx->vctx.context, attr);
 	cq = dv_cq(attr->cq);
 	port = ctx->dev->port;
 	/* its CQ on the XRC queue (a CQ that QPs hold elsewhere stays) */
@@ -266,10 +266,6 @@ dv_create_qp_xrc(struct dv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 	struct dv_xrc_tgt *t;
 	struct ibv_qp *q;
 
-	if (ctx->att != NULL) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || attr->xrcd == NULL ||
 			dv_xrcd(attr->xrcd)->ctx->dev != d) {
 		errno = EINVAL;
@@ -280,6 +276,8 @@ dv_create_qp_xrc(struct dv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 		errno = EOPNOTSUPP;	/* it sends nothing */
 		return NULL;
 	}
+	if (ctx->att != NULL)	/* one handle: no ibv_open_qp attached */
+		return da_create_qp(&ctx->vctx.context, attr, 0);
 	t = calloc(1, sizeof(*t));
 	if (t == NULL) {
 		errno = ENOMEM;
@@ -328,7 +326,7 @@ dv_open_qp(struct ibv_context *context, struct ibv_qp_open_attr *attr)
 	struct ibv_qp *q;
 
 	if (ctx->att != NULL) {
-		errno = EOPNOTSUPP;
+		errno = EOPNOTSUPP;	/* in process only (doc/verbs.md) */
 		return NULL;
 	}
 	if (attr == NULL || (attr->comp_mask & need) != need ||
@@ -402,11 +400,15 @@ dv_get_srq_num(struct ibv_srq *ibsrq, uint32_t *num)
 	struct dv_srq *srq = dv_srq(ibsrq);
 	uint32_t n;
 
-	if (srq->ctx->att != NULL)
-		return EOPNOTSUPP;
-	n = droce_srq_num(srq->tsrq);
+	n = srq->ctx->att != NULL ? srq->srqn : droce_srq_num(srq->tsrq);
 	if (n == 0)
 		return EOPNOTSUPP;	/* SRQ numbers exist for XRC only */
 	*num = n;
 	return 0;
+}
+
+uint32_t
+dv_xrcd_handle(struct ibv_xrcd *x)
+{
+	return dv_xrcd(x)->sh->handle;
 }

@@ -86,6 +86,8 @@ static const struct op_desc ops[DROCE_OP_COUNT] = {
 	[DROCE_OP_RESIZE_CQ] = { "resize_cq",
 		sizeof(struct droce_chan_resize_cq_req),
 		sizeof(struct droce_chan_create_cq_rep) },
+	[DROCE_OP_OPEN_XRCD] = { "open_xrcd", 0, H },
+	[DROCE_OP_CLOSE_XRCD] = { "close_xrcd", H, 0 },
 };
 #undef H
 

@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 
-#define DROCE_CHAN_VERSION 1
+#define DROCE_CHAN_VERSION 2	/* 2: XRC */
 #define DROCE_CHAN_MAGIC 0x64726f63u		/* "droc" */
 
 /** Where droced listens unless DROCE_DAEMON names another socket. */
@@ -91,6 +91,8 @@ enum droce_chan_op {
 	DROCE_OP_ALLOC_MW,
 	DROCE_OP_DEALLOC_MW,
 	DROCE_OP_RESIZE_CQ,
+	DROCE_OP_OPEN_XRCD,	/**< reply struct droce_chan_handle */
+	DROCE_OP_CLOSE_XRCD,	/**< request struct droce_chan_handle */
 	DROCE_OP_COUNT
 };
 
@@ -217,6 +219,8 @@ struct droce_chan_create_srq_req {
 	uint32_t max_wr;
 	uint32_t max_sge;
 	uint32_t srq_limit;
+	uint32_t xrcd;		/**< an XRC SRQ's domain, or DROCE_CHAN_NONE */
+	uint32_t cq;		/**< an XRC SRQ's CQ */
 };
 
 struct droce_chan_wq_rep {
@@ -243,12 +247,14 @@ struct droce_chan_modify_srq_req {
 
 struct droce_chan_create_qp_req {
 	uint32_t pd;
-	uint32_t qp_type;	/**< IBV_QPT_RC, _UC, _UD */
-	uint32_t send_cq;
-	uint32_t recv_cq;
+	uint32_t qp_type;	/**< IBV_QPT_RC, _UC, _UD, _XRC_SEND, _XRC_RECV */
+	uint32_t send_cq;	/**< XRC_RECV: none */
+	uint32_t recv_cq;	/**< XRC_SEND, XRC_RECV: none */
 	uint32_t srq;		/**< or DROCE_CHAN_NONE */
 	uint32_t sq_sig_all;
 	struct ibv_qp_cap cap;
+	uint32_t xrcd;		/**< XRC_RECV: its domain (no PD) */
+	uint32_t pad;
 };
 
 struct droce_chan_create_qp_rep {
@@ -450,7 +456,8 @@ struct droce_chan_swqe {
 	uint64_t compare_add;
 	uint64_t swap;
 	uint32_t ah;		/**< UD: AH handle; BIND_MW: MW handle */
-	uint32_t remote_qpn;	/**< UD; BIND_MW: MR handle (DROCE_CHAN_NONE: unbind) */
+	uint32_t remote_qpn;	/**< UD; XRC_SEND: the target's SRQ number;
+				 *   BIND_MW: MR handle (DROCE_CHAN_NONE: unbind) */
 	uint32_t remote_qkey;	/**< UD; BIND_MW: mw_access_flags */
 	uint32_t pad;
 	uint64_t bind_addr;

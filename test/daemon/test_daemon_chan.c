@@ -7,7 +7,8 @@
  * against two droced joined by a link.
  *  1. a pair of sessions (one per daemon) moves data both ways: WRITE,
  *     SEND/RECV, READ, every byte checked;
- *  2. isolation: another session's handles, lkey and CQ are refused;
+ *  2. isolation: another session's handles (XRC domains too), lkey and
+ *     CQ are refused;
  *  3. ATOMIC WRITE through the rings (inline and from an SGE), and one of
  *     16 bytes refused;
  *  3b. a malformed WQE between good ones: all complete, in order; a
@@ -134,6 +135,62 @@ traffic(struct side *a, struct side *b, unsigned int seed)
 
 /* Another session's objects: its handles name nothing here, its lkey
  * is refused by the transport (another PD), its memory untouched. */
+/* An XRC domain of x's (same daemon) is nothing of a's: closing it, an
+ * XRC SRQ or an XRC_RECV QP in it are refused, and it stays x's. And
+ * x's XRC_RECV QP, which has no rings, rung and reset. */
+static void
+xrc_domain_isolation(struct side *a, struct side *x)
+{
+	struct droce_chan_handle h;
+	struct droce_chan_create_srq_req sr = { .pd = a->pd, .max_wr = 4,
+		.max_sge = 1, .cq = a->cq.handle };
+	struct droce_chan_create_srq_rep sp;
+	struct droce_chan_create_qp_req qr = { .pd = DROCE_CHAN_NONE,
+		.qp_type = IBV_QPT_XRC_RECV, .send_cq = DROCE_CHAN_NONE,
+		.recv_cq = DROCE_CHAN_NONE, .srq = DROCE_CHAN_NONE };
+	struct droce_chan_create_qp_rep qp;
+	struct droce_chan_modify_qp_req m = { 0 };
+	struct droce_chan_handle h2;
+	struct droce_chan_region *r;
+	struct droce_chan_db *db;
+	uint64_t one = 1;
+	int rc;
+
+	rc = cs_rpc(&x->s, DROCE_OP_OPEN_XRCD, NULL, &h, NULL, 0, NULL, NULL);
+	CHECK(rc == 0, "x opens an XRC domain: %d", rc);
+	sr.xrcd = qr.xrcd = h.handle;
+	rc = cs_rpc(&a->s, DROCE_OP_CREATE_SRQ, &sr, &sp, NULL, 0, NULL, NULL);
+	CHECK(rc == -EINVAL, "an XRC SRQ in x's domain: %d", rc);
+	rc = cs_rpc(&a->s, DROCE_OP_CREATE_QP, &qr, &qp, NULL, 0, NULL, NULL);
+	CHECK(rc == -EINVAL, "an XRC_RECV QP in x's domain: %d", rc);
+	rc = cs_rpc(&a->s, DROCE_OP_CLOSE_XRCD, &h, NULL, NULL, 0, NULL, NULL);
+	CHECK(rc == -EINVAL, "closing x's XRC domain: %d", rc);
+	/* x's own XRC_RECV QP has no rings: doorbells naming them and a
+	 * RESET are nothing to the daemon (it answers after them) */
+	rc = cs_rpc(&x->s, DROCE_OP_CREATE_QP, &qr, &qp, NULL, 0, NULL, NULL);
+	CHECK(rc == 0, "x's XRC_RECV QP: %d", rc);
+	r = (void *)x->s.region;
+	db = (void *)(x->s.region + r->db_off[0]);
+	db->ring[db->prod & (DROCE_CHAN_DB_SIZE - 1)] =
+		DROCE_DB(DROCE_KIND_SQ, qp.handle);
+	db->ring[(db->prod + 1) & (DROCE_CHAN_DB_SIZE - 1)] =
+		DROCE_DB(DROCE_KIND_RQ, qp.handle);
+	__atomic_store_n(&db->prod, db->prod + 2, __ATOMIC_RELEASE);
+	if (x->s.wake_fd >= 0 && write(x->s.wake_fd, &one, sizeof(one)) < 0)
+		perror("wake");
+	usleep(100000);
+	m.handle = qp.handle;
+	m.mask = IBV_QP_STATE;
+	m.attr.qp_state = IBV_QPS_RESET;
+	rc = cs_rpc(&x->s, DROCE_OP_MODIFY_QP, &m, NULL, NULL, 0, NULL, NULL);
+	CHECK(rc == 0, "x's XRC_RECV QP to RESET: %d", rc);
+	h2.handle = qp.handle;
+	rc = cs_rpc(&x->s, DROCE_OP_DESTROY_QP, &h2, NULL, NULL, 0, NULL, NULL);
+	CHECK(rc == 0, "x's XRC_RECV QP destroyed: %d", rc);
+	rc = cs_rpc(&x->s, DROCE_OP_CLOSE_XRCD, &h, NULL, NULL, 0, NULL, NULL);
+	CHECK(rc == 0, "x closes its XRC domain: %d", rc);
+}
+
 static void
 isolation(struct side *a, struct side *b, const char *path_a, const char *path_b)
 {
@@ -154,6 +211,7 @@ isolation(struct side *a, struct side *b, const char *path_a, const char *path_b
 	CHECK(rc == -EINVAL, "query of a QP x does not have: %d", rc);
 	rc = cs_rpc(&x.s, DROCE_OP_DESTROY_CQ, &h, NULL, NULL, 0, NULL, NULL);
 	CHECK(rc == -EINVAL, "destroy of a CQ x does not have: %d", rc);
+	xrc_domain_isolation(a, &x);
 	/* a's lkey and address on x's QP: a local protection error, and
 	 * nothing of a's leaves */
 	fill(a->b.addr, 4096, 99);
