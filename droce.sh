@@ -11,6 +11,9 @@ top=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$top"
 BUILD=${DROCE_BUILD:-build}
 BUILD_ASAN=${DROCE_BUILD_ASAN:-build-asan}
+# how long each libFuzzer target runs in `test` (thousands of inputs for
+# the responder, ~10^5 for the parser); more for a deeper run
+FUZZ_SECONDS=${DROCE_FUZZ_SECONDS:-20}
 
 PACKAGES=(dpdk-dev libdpdk-dev meson ninja-build pkg-config libnuma-dev
 	libpcap-dev libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
@@ -91,6 +94,13 @@ build_asan() {
 	# that it also carries the libFuzzer targets.
 	CC=clang configure "$BUILD_ASAN" -Db_sanitize=address,undefined \
 		-Db_lundef=false -Dfuzz=true -Dexamples=false
+	# a build directory keeps the value it was set up with; setting it
+	# unchanged would still regenerate the build files
+	local have
+	have=$(meson introspect --buildoptions "$BUILD_ASAN" | python3 -c \
+		'import json,sys; print(*[o["value"] for o in json.load(sys.stdin) if o["name"] == "fuzz_seconds"])')
+	[ "$have" = "$FUZZ_SECONDS" ] ||
+		meson configure "$BUILD_ASAN" -Dfuzz_seconds="$FUZZ_SECONDS" >/dev/null
 	ninja -C "$BUILD_ASAN"
 }
 

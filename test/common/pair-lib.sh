@@ -3,11 +3,17 @@
 # cm-pair.sh, rxe-pair.sh): stopping what they started, and checking a
 # side's output.
 
-# kill_all PID...: TERM, a moment, then KILL what is left
+# kill_all PID...: TERM, a moment (none when all are gone: most have
+# exited already), then KILL what is left
 kill_all() {
-	local p
+	local p live i
 	for p in "$@"; do kill "$p" 2>/dev/null; done
-	sleep 0.2
+	for i in 1 2; do
+		live=
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && live=1; done
+		[ -z "$live" ] && return 0
+		sleep 0.1
+	done
 	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
 }
 

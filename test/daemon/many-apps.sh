@@ -43,7 +43,7 @@ wait_listen() {
 }
 
 iters=${MANY_ITERS:-400}
-[ -n "$kill_bw" ] && iters=${MANY_ITERS:-3000}
+[ -n "$kill_bw" ] && iters=${MANY_ITERS:-1500}
 srv=() cli=()
 for i in $(seq 1 "$n"); do
 	p=$(free_port)
@@ -65,17 +65,24 @@ if [ -n "$kill_bw" ]; then
 	bws=$!
 	pids+=($bws)
 	wait_listen "$p" "$bws"
-	"$run" "DROCE_DAEMON=$work/b.sock" ib_write_bw -x 1 -D 60 -p "$p" 127.0.0.1 \
+	# line-buffered: its results header says when it runs (a file
+	# would get it only at exit)
+	"$run" "DROCE_DAEMON=$work/b.sock" stdbuf -oL ib_write_bw -x 1 -D 60 -p "$p" 127.0.0.1 \
 		> "$work/bwc.log" 2>&1 &
 	bwc=$!
 	pids+=($bwc)
 	# mid-run: its QPs are connected and moving data
-	for _ in $(seq 1 100); do
+	for _ in $(seq 1 600); do
 		grep -q "bytes" "$work/bwc.log" 2>/dev/null && break
+		kill -0 "$bwc" 2>/dev/null || break
 		sleep 0.1
 	done
 	sleep 1
-	echo "killing ib_write_bw's client (pid $bwc) with SIGKILL"
+	# the pingpong pairs must be running beside it, or the kill proves
+	# nothing about them
+	live=0
+	for i in $(seq 1 "$n"); do kill -0 "${cli[$i]}" 2>/dev/null && live=$((live + 1)); done
+	echo "killing ib_write_bw's client (pid $bwc) with SIGKILL, $live of $n pingpong clients running"
 	kill -9 $bwc
 	sleep 0.5
 	kill -9 $bws
@@ -95,6 +102,7 @@ for i in $(seq 1 "$n"); do
 done
 
 if [ -n "$kill_bw" ]; then
+	[ "$live" -gt 0 ] || { echo "FAIL: no pingpong pair was running at the kill"; fail=1; }
 	# the daemons notice and reclaim; then nothing is left anywhere
 	sleep 1
 	"$here/telemetry-check.py" "$tele_a" "$tele_b" || fail=1

@@ -87,8 +87,15 @@ guest_mac=$(printf '52:54:00:4e:%02x:02' "$tag")
 port=$(( 20000 + tag * 7 + RANDOM % 7 ))
 pids=()
 cleanup() {
+	local p live i
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	sleep 0.5
+	# half a second for what is left to go on TERM (most has exited)
+	for i in 1 2 3 4 5; do
+		live=
+		for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && live=1; done
+		[ -z "$live" ] && break
+		sleep 0.1
+	done
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
 	pkill -f "qemu-system-x86_64.*$tap" 2>/dev/null
 	ip link del "$tap" 2>/dev/null
@@ -103,10 +110,16 @@ ip tuntap add dev "$tap" mode tap || skip "cannot create a tap device"
 ip addr add "$host_ip/24" dev "$tap"
 ip link set "$tap" up
 
-# capture everything on the tap for the frame checks
-dumpcap -q -i "$tap" -w "$work/all.pcap" > "$work/dumpcap.log" 2>&1 &
+# capture everything on the tap for the frame checks (pcap, not pcapng:
+# droce's frames are taken out of it below without tshark). dumpcap
+# writes the file's header once the capture is open
+dumpcap -q -P -i "$tap" -w "$work/all.pcap" > "$work/dumpcap.log" 2>&1 &
 pids+=($!)
-sleep 1
+for _ in $(seq 1 100); do
+	[ "$(stat -c %s "$work/all.pcap" 2>/dev/null || echo 0)" -ge 24 ] && break
+	kill -0 "${pids[0]}" 2>/dev/null || break
+	sleep 0.1
+done
 
 # qdisc_bypass=0: frames droce sends must pass the packet taps (capture)
 droce_env=("DROCE_DEVARGS=net_af_packet0,iface=$tap,framecnt=4096,qpairs=1,qdisc_bypass=0"
@@ -163,7 +176,7 @@ if [ $cm -eq 1 ] && [ "$role" = droce-server ]; then
 		"$prog" -p "$port" "${srv_args[@]}" > "$work/droce.log" 2>&1 &
 	pids+=($!); dpid=$!
 	for _ in $(seq 1 600); do
-		[ "$(python3 - "$tele" <<'PY' 2>/dev/null
+		[ "$(/usr/bin/python3 - "$tele" <<'PY' 2>/dev/null
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 s.connect(sys.argv[1])
@@ -242,11 +255,56 @@ for e in "${expects[@]}"; do
 	fi
 done
 
-# every RoCEv2 frame droce sent: ICRC and decoding
-tshark -r "$work/all.pcap" -Y "eth.src == $droce_mac && udp.dstport == 4791" \
-	-F pcap -w "$work/droce.pcap" 2>/dev/null
-n=$(tshark -r "$work/droce.pcap" 2>/dev/null | wc -l)
-m=$(tshark -r "$work/all.pcap" -Y "eth.src == $guest_mac && udp.dstport == 4791" 2>/dev/null | wc -l)
+# One tshark pass over the capture gives every RoCEv2 and ARP frame's
+# fields; the counts below are taken from it (tshark's start-up costs a
+# second or more on a busy machine, once per filter before).
+# frames: NUMBER|SRC|UDP-DPORTS|OPCODE|PSN|ARP-OPCODE|ARP-TARGET
+tshark -n -r "$work/all.pcap" -Y "udp.dstport == 4791 || arp" -T fields \
+	-E separator='|' -e frame.number -e eth.src -e udp.dstport \
+	-e infiniband.bth.opcode -e infiniband.bth.psn -e arp.opcode \
+	-e arp.dst.proto_ipv4 > "$work/frames.txt" 2>/dev/null
+# count WHAT: the frames of the filter each used to be
+count() {
+	awk -F'|' -v what="$1" -v dm="$droce_mac" -v gm="$guest_mac" \
+		-v dip="$droce_ip" '
+	function roce(   i, k, p) {	# udp.dstport == 4791: any of them
+		k = split($3, p, ",")
+		for (i = 1; i <= k; i++) if (p[i] == 4791) return 1
+		return 0
+	}
+	{ src = tolower($2) }
+	what == "droce-frames" && src == dm && roce() { print $1 }
+	what == "rxe" && src == gm && roce() { n++ }
+	# a request or a READ response (not an ACK) on the wire again
+	what == "rexmit" && roce() && $4 != 17 {
+		if (seen[src "|" $4 "|" $5]++ == 1) n++ }
+	what == "replied" && $6 == 2 && src == gm && $7 == dip { n++ }
+	what == "asked" && $6 == 1 && src == gm && $7 == dip { n++ }
+	what == "answered" && $6 == 2 && src == dm { n++ }
+	END { if (what != "droce-frames") print n + 0 }' "$work/frames.txt"
+}
+# every RoCEv2 frame droce sent, into a capture of its own
+count droce-frames > "$work/droce-frames.txt"
+/usr/bin/python3 - "$work/all.pcap" "$work/droce.pcap" "$work/droce-frames.txt" <<'PY'
+import sys
+src, dst, nums = sys.argv[1:4]
+want = {int(x) for x in open(nums).read().split()}
+with open(src, "rb") as f:
+    d = f.read()
+end = "<" if d[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+out = [d[:24]]
+off, num = 24, 0
+while off + 16 <= len(d):
+    incl = int.from_bytes(d[off + 8:off + 12], "little" if end == "<" else "big")
+    num += 1
+    if num in want and off + 16 + incl <= len(d):
+        out.append(d[off:off + 16 + incl])
+    off += 16 + incl
+with open(dst, "wb") as f:
+    f.write(b"".join(out))
+PY
+n=$(wc -l < "$work/droce-frames.txt")
+m=$(count rxe)
 echo "capture: $n RoCEv2 frames from droce, $m from rxe"
 if [ "$n" -eq 0 ] || [ "$m" -eq 0 ]; then
 	echo "FAIL: no RoCEv2 traffic captured in one direction"; fail=1
@@ -267,9 +325,7 @@ fi
 # under loss, recovery must have been exercised: some packet other than an
 # ACK (a request or a READ response) went on the wire more than once
 if [ "$loss" -gt 0 ]; then
-	rexmit=$(tshark -r "$work/all.pcap" -Y "udp.dstport == 4791 && infiniband.bth.opcode != 17" \
-		-T fields -e eth.src -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null |
-		sort | uniq -d | wc -l)
+	rexmit=$(count rexmit)
 	if [ "$rexmit" -gt 0 ]; then
 		echo "ok: $rexmit packets sent again (loss recovered)"
 	else
@@ -280,9 +336,9 @@ fi
 # droce learned rxe's MAC from rxe's answer to droce's request, or from
 # rxe's own request; rxe's kernel holds droce's MAC as a dynamic entry;
 # every request rxe sent for droce was answered.
-replied=$(tshark -r "$work/all.pcap" -Y "arp.opcode == 2 && eth.src == $guest_mac && arp.dst.proto_ipv4 == $droce_ip" 2>/dev/null | wc -l)
-asked=$(tshark -r "$work/all.pcap" -Y "arp.opcode == 1 && eth.src == $guest_mac && arp.dst.proto_ipv4 == $droce_ip" 2>/dev/null | wc -l)
-answered=$(tshark -r "$work/all.pcap" -Y "arp.opcode == 2 && eth.src == $droce_mac" 2>/dev/null | wc -l)
+replied=$(count replied)
+asked=$(count asked)
+answered=$(count answered)
 echo "ARP: rxe answered droce $replied times, asked for droce $asked times, droce answered $answered"
 if [ "$replied" -gt 0 ] || [ "$asked" -gt 0 ]; then
 	echo "ok: droce learned rxe's MAC by ARP"
