@@ -204,6 +204,7 @@ send_req(struct cm_id_priv *p, const struct rdma_conn_param *param)
 	cm_req_pack(mad + CM_MAD_HDR, &r);
 	cm_send_mad(p->dev, p->ah, mad);
 	cm_retx_arm(p, mad, CM_RETRY_MS);
+	p->req_sent_ms = cm_now_ms();
 	p->state = CM_REQ_SENT;
 	return 0;
 }
@@ -664,6 +665,18 @@ rx_rej(const struct cm_rej *r)
 	/* a REJ of a REP carries the right remote ID; of a REQ, none yet */
 	if (p->state != CM_REQ_SENT && r->local_comm_id != p->remote_comm_id) {
 		cm.st.rx_drop_unknown++;
+		return;
+	}
+	/*
+	 * "Invalid service ID" in the first seconds: the server may be
+	 * between two listens (perftest -R closes its listener and listens
+	 * again while its client connects; a slow guest's kernel CM, which
+	 * rejects at once, loses that race). The REQ's retransmission, armed
+	 * already, tries again; the REJ counts once the grace is over.
+	 */
+	if (p->state == CM_REQ_SENT && r->reason == CM_REJ_INVALID_SERVICE_ID &&
+			cm_now_ms() - p->req_sent_ms < CM_REJ8_GRACE_MS) {
+		cm.st.rx_rej_retried++;
 		return;
 	}
 	if (p->state == CM_REP_SENT)

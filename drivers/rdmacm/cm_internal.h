@@ -41,6 +41,8 @@
 #define CM_LOCAL_TIMEOUT 18	/* ~1 s: how soon droce answers a MAD */
 #define CM_ORPHANS 32		/* REQs to no listener remembered */
 #define CM_ORPHAN_MS 30000	/* how long a remembered one counts */
+#define CM_REJ8_GRACE_MS 3000	/* a REQ's "invalid service ID" is final
+				 * this long after it first went */
 #define CM_UDP_QKEY 0x01234567u
 
 /* Per device: the GSI QP, its buffers and an AH per peer. */
@@ -145,6 +147,7 @@ struct cm_id_priv {
 	bool srq;
 	struct ibv_ah *ah;		/* to the peer, from the device cache */
 	struct cm_retx retx;
+	uint64_t req_sent_ms;		/* when the first REQ went */
 	uint8_t last_reply[CM_MAD_LEN];	/* REP or RTU: answer to duplicates */
 	uint16_t last_reply_attr;
 	struct ibv_comp_channel *own_chan[2]; /* rdma_create_qp's send, recv */

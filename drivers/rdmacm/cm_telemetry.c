@@ -45,6 +45,7 @@ cm_counters(const char **names, uint64_t *values, unsigned int max)
 	PUT("timeouts", st.timeouts);
 	PUT("rej_sent", st.rej_sent);
 	PUT("rx_drop_orphan", st.rx_drop_orphan);
+	PUT("rx_rej_retried", st.rx_rej_retried);
 #undef PUT
 	return n;
 }

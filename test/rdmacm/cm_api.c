@@ -154,6 +154,16 @@ check_no_listener(const char *srv)
 	CHECK(next_event(ch, 30, &t, &st) == 0 && t == RDMA_CM_EVENT_REJECTED,
 		"REJECTED");
 	printf("  reject reason %d\n", st);
+	{
+		/* the first "invalid service ID" made the REQ go again */
+		int (*get)(struct droce_cm_stats *) =
+			(int (*)(struct droce_cm_stats *))dlsym(RTLD_DEFAULT,
+			"droce_cm_stats_get");
+		struct droce_cm_stats cs;
+
+		CHECK(get != NULL && get(&cs) == 0 && cs.rx_rej_retried >= 1,
+			"REJECTED only after the REQ was retried");
+	}
 	rdma_destroy_qp(id);
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
