@@ -33,7 +33,7 @@ cleanup() {
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
 	ip netns del "$nsd" 2>/dev/null
 	ip netns del "$nsk" 2>/dev/null
-	rm -rf "$work"
+	rm -rf "$work" "/var/run/dpdk/dtso$tag"
 }
 trap cleanup EXIT
 ip netns add "$nsd" || { echo "cannot create netns: skip"; exit 77; }
