@@ -454,8 +454,15 @@ doorbells(struct dd_app *a, uint32_t q)
 static void
 cq_fire(struct dd_cq *cq, bool solicited)
 {
-	uint32_t arm = __atomic_load_n(&cq->sh->arm, __ATOMIC_ACQUIRE);
+	uint32_t arm;
 	uint64_t one = 1;
+
+	/* our store of the ring's prod before our load of arm: the
+	 * application stores arm, then polls the ring (Dekker; release and
+	 * acquire alone let x86 read arm before prod leaves the store
+	 * buffer, and both sides missed: ibv_rc_pingpong -e hung) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	arm = __atomic_load_n(&cq->sh->arm, __ATOMIC_ACQUIRE);
 
 	if (arm == DROCE_ARM_NONE || cq->chan == NULL ||
 			(arm == DROCE_ARM_SOLICITED && !solicited) ||

@@ -408,6 +408,10 @@ da_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		return EIO;
 	__atomic_store_n(&cq->sh->arm, solicited_only ? DROCE_ARM_SOLICITED :
 		DROCE_ARM_ANY, __ATOMIC_RELEASE);
+	/* the daemon publishes a completion, then reads arm; the caller
+	 * polls next: our store of arm must come before our load of the
+	 * ring's prod (Dekker), or both miss and the channel waits forever */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return 0;
 }
 

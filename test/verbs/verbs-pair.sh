@@ -17,8 +17,10 @@
 # --no-listen: the program has no TCP side channel (perftest's
 # raw_ethernet tests): the client starts once the server has printed its
 # results header, which perftest does after creating its QP and flow
-# rules, and a second more, for moving its QP to RTS and posting its
-# receives; --expect-server checks the server's output too.
+# rules, and 3 s more, for moving its QP to RTS and posting its receives
+# (a raw frame that finds none is lost, and perftest's latency tests wait
+# for its answer forever; 1 s was once not enough on a loaded machine);
+# --expect-server checks the server's output too.
 set -uo pipefail
 . "$(dirname "$0")/../common/pair-lib.sh"
 . "$(dirname "$0")/../common/daemon-lib.sh"
@@ -100,7 +102,7 @@ run_pair() {
 	for _ in $(seq 1 600); do
 		if [ -n "$no_listen" ]; then
 			grep -q '^ *#bytes' "$work/server.log" 2>/dev/null &&
-				{ sleep 1; break; }
+				{ sleep 3; break; }
 		elif ss -ltn 2>/dev/null | grep -q "[:.]$port "; then
 			break
 		fi
