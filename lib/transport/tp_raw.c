@@ -437,8 +437,8 @@ raw_deliver(struct droce_qp *qp, const uint8_t *f, uint32_t len,
 		return;
 	}
 	if (take_rwqe(qp, &rw) != 0) {
-		/* no receive posted: a NIC drops it too */
-		qp->queue->st.rx_drop_state++;
+		/* no receive posted: a NIC drops it too. On the QP only:
+		 * the queue's figure sums its QPs' */
 		qp->st.rx_drop_state++;
 		return;
 	}
