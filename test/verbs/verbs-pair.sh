@@ -15,8 +15,11 @@
 # cleanly; the daemons' output counts as the client's for --expect (the
 # fault report is theirs). VP_ONE_DAEMON=1 attaches both to daemon A.
 # --no-listen: the program has no TCP side channel (perftest's
-# raw_ethernet tests): the client starts once the server's port is up
-# (its memif socket exists) and a second more, for its QP and flows;
+# raw_ethernet tests): the client starts once the server has printed its
+# results header, which perftest does after creating its QP and flow
+# rules, and 3 s more, for moving its QP to RTS and posting its receives
+# (a raw frame that finds none is lost, and perftest's latency tests wait
+# for its answer forever);
 # --expect-server checks the server's output too.
 set -uo pipefail
 . "$(dirname "$0")/../common/pair-lib.sh"
@@ -86,15 +89,20 @@ run_pair() {
 	port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 	[ -n "$droced" ] || rm -f "$sock"
 	echo "server: $prog -p $port $* $server_extra"
-	timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${srv_env[@]}" "$prog" -p "$port" "$@" $server_extra \
+	# without a side channel the server's header is the sign that it is
+	# ready: line-buffered, or it would reach the log only at exit
+	local buf=()
+	[ -n "$no_listen" ] && buf=(stdbuf -oL)
+	timeout -k 5 "${VP_TIMEOUT:-240}" "$run" "${srv_env[@]}" "${buf[@]}" "$prog" -p "$port" "$@" $server_extra \
 		> "$work/server.log" 2>&1 &
 	pids+=($!)
 	srv=$!
 
 	# the client may only connect once the server listens
-	for _ in $(seq 1 200); do
+	for _ in $(seq 1 600); do
 		if [ -n "$no_listen" ]; then
-			[ -S "$sock" ] && { sleep 1; break; }
+			grep -q '^ *#bytes' "$work/server.log" 2>/dev/null &&
+				{ sleep 3; break; }
 		elif ss -ltn 2>/dev/null | grep -q "[:.]$port "; then
 			break
 		fi
