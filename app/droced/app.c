@@ -19,22 +19,27 @@
 
 #include "droced.h"
 
+/* every queue of every port, always in the same order */
 void
 dd_lock_all(void)
 {
-	uint32_t q;
+	uint32_t p, q;
 
-	for (q = 0; q < dd.nb_queues; q++)
-		droce_port_lock(dd.port, q);
+	for (p = 0; p < dd.nb_ports; p++)
+		for (q = 0; q < dd.ports[p].nb_queues; q++)
+			droce_port_lock(dd.ports[p].port, q);
 }
 
 void
 dd_unlock_all(void)
 {
-	uint32_t q = dd.nb_queues;
+	uint32_t p = dd.nb_ports, q;
 
-	while (q-- > 0)
-		droce_port_unlock(dd.port, q);
+	while (p-- > 0) {
+		q = dd.ports[p].nb_queues;
+		while (q-- > 0)
+			droce_port_unlock(dd.ports[p].port, q);
+	}
 }
 
 /* The region: hugepages where there are some to spare, else ordinary
@@ -126,19 +131,40 @@ dd_app_new(int sock)
 	r->magic = DROCE_CHAN_MAGIC;
 	r->version = DROCE_CHAN_VERSION;
 	r->size = a->region_size;
-	r->nb_queues = dd.nb_queues;
-	for (q = 0; q < dd.nb_queues; q++) {
-		uint64_t off;
-
-		if (dd_heap_alloc(a, sizeof(struct droce_chan_db), &off) != 0)
-			goto fail;
-		r->db_off[q] = off;
-		a->db[q] = droce_chan_at(a->region, off);
-	}
 	return a;
 fail:
 	dd_app_free(a);
 	return NULL;
+}
+
+/* HELLO: the session uses port dp from now on; its doorbell rings, one
+ * per queue of that port. 0 or -ENOMEM. */
+int
+dd_app_bind(struct dd_app *a, struct dd_port *dp)
+{
+	struct droce_chan_region *r = a->region;
+	void *db[DROCE_CHAN_MAX_QUEUES];
+	uint32_t q;
+
+	for (q = 0; q < dp->nb_queues; q++) {
+		uint64_t off;
+
+		if (dd_heap_alloc(a, sizeof(struct droce_chan_db), &off) != 0) {
+			while (q-- > 0)
+				dd_heap_free(a, r->db_off[q],
+					sizeof(struct droce_chan_db));
+			return -ENOMEM;
+		}
+		r->db_off[q] = off;
+		db[q] = droce_chan_at(a->region, off);
+	}
+	r->nb_queues = dp->nb_queues;
+	/* the data path looks at a session once dp is set */
+	dd_lock_all();
+	memcpy(a->db, db, dp->nb_queues * sizeof(db[0]));
+	__atomic_store_n(&a->dp, dp, __ATOMIC_RELEASE);
+	dd_unlock_all();
+	return 0;
 }
 
 static void
@@ -152,7 +178,7 @@ reclaim_qps(struct dd_app *a)
 
 		if (qp == NULL)
 			continue;
-		droce_port_lock(dd.port, qp->q);
+		droce_port_lock(a->dp->port, qp->q);
 		dd_qp_last_sends(qp);	/* its doorbells were rung */
 		dd_queue_forget_qp(qp);
 		if (qp->gsi) {
@@ -163,7 +189,7 @@ reclaim_qps(struct dd_app *a)
 			droce_qp_modify(qp->tqp, &attr, IBV_QP_STATE, NULL);
 			droce_qp_destroy(qp->tqp);
 		}
-		droce_port_unlock(dd.port, qp->q);
+		droce_port_unlock(a->dp->port, qp->q);
 		dd_table_del(&a->qps, h);
 		free(qp);
 		dd.reclaimed_qps++;
@@ -180,9 +206,9 @@ reclaim_rest(struct dd_app *a)
 
 		if (s == NULL)
 			continue;
-		droce_port_lock(dd.port, s->q);
+		droce_port_lock(a->dp->port, s->q);
 		droce_srq_destroy(s->tsrq);
-		droce_port_unlock(dd.port, s->q);
+		droce_port_unlock(a->dp->port, s->q);
 		dd_table_del(&a->srqs, h);
 		free(s);
 	}
@@ -200,10 +226,10 @@ reclaim_rest(struct dd_app *a)
 
 		if (cq == NULL)
 			continue;
-		droce_port_lock(dd.port, cq->q);
+		droce_port_lock(a->dp->port, cq->q);
 		dd_queue_forget_cq(cq);
 		droce_cq_destroy(cq->tcq);
-		droce_port_unlock(dd.port, cq->q);
+		droce_port_unlock(a->dp->port, cq->q);
 		dd_table_del(&a->cqs, h);
 		free(cq);
 	}
@@ -279,7 +305,7 @@ dd_app_free(struct dd_app *a)
 			break;
 		}
 	pthread_mutex_unlock(&dd.apps_lock);
-	if (dd.gsi != NULL)
+	if (a->dp != NULL && a->dp->gsi != NULL)
 		dd_gsi_app_gone(a);
 	else if (a->cm_prefix && dd.by_prefix[a->cm_prefix] == a)
 		dd.by_prefix[a->cm_prefix] = NULL;

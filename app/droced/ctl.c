@@ -18,28 +18,25 @@
 #include "droced.h"
 #include "ctl.h"
 
-static int
-op_hello(struct req_ctx *c)
+/* What HELLO and QUERY_PORT answer: the session's port. */
+static void
+hello_fill(struct req_ctx *c)
 {
-	const struct droce_chan_hello_req *r = c->req;
 	struct droce_chan_hello_rep *p = c->rep;
-	const struct droce_dev_conf *dc = droce_dev_conf(dd.dev);
-	const struct droce_dev_limits *l = droce_dev_limits(dd.dev);
+	const struct droce_dev_conf *dc = droce_dev_conf(c->a->dp->dev);
+	const struct droce_dev_limits *l = droce_dev_limits(c->a->dp->dev);
 	uint32_t i;
 
-	if (r->version != DROCE_CHAN_VERSION)
-		return -EPROTO;
-	memcpy(c->a->comm, r->comm, sizeof(c->a->comm));
-	c->a->comm[sizeof(c->a->comm) - 1] = '\0';
 	p->version = DROCE_CHAN_VERSION;
-	p->nb_queues = dd.nb_queues;
+	p->nb_queues = c->a->dp->nb_queues;
 	p->region_size = c->a->region_size;
 	p->app_id = c->a->id;
-	p->ipv4 = dd.conf.ipv4;
-	p->mtu = dd.conf.mtu;
-	memcpy(p->mac, dd.conf.mac, 6);
+	p->ipv4 = c->a->dp->conf.ipv4;
+	p->mtu = c->a->dp->conf.mtu;
+	memcpy(p->mac, c->a->dp->conf.mac, 6);
 	p->cm_prefix = c->a->cm_prefix;
-	snprintf(p->name, sizeof(p->name), "%s", dd.conf.name);
+	p->nb_ports = (uint8_t)dd.nb_ports;
+	snprintf(p->name, sizeof(p->name), "%s", c->a->dp->conf.name);
 	for (i = 0; i < 16 && i < DROCE_MAX_GIDS; i++) {
 		memcpy(p->gids[i].gid, dc->gids[i].gid, 16);
 		p->gids[i].valid = dc->gids[i].valid;
@@ -76,7 +73,7 @@ op_hello(struct req_ctx *c)
 	p->dev_attr.sys_image_guid = p->dev_attr.node_guid;
 	p->port_attr.state = IBV_PORT_ACTIVE;
 	p->port_attr.max_mtu = IBV_MTU_4096;
-	p->port_attr.active_mtu = (enum ibv_mtu)droce_eth_mtu_to_path_mtu(dd.conf.mtu);
+	p->port_attr.active_mtu = (enum ibv_mtu)droce_eth_mtu_to_path_mtu(c->a->dp->conf.mtu);
 	p->port_attr.gid_tbl_len = DROCE_MAX_GIDS;
 	p->port_attr.port_cap_flags = IBV_PORT_CM_SUP;
 	p->port_attr.max_msg_sz = l->max_msg_sz;
@@ -86,10 +83,42 @@ op_hello(struct req_ctx *c)
 	p->port_attr.active_speed = 32;
 	p->port_attr.phys_state = 5;
 	p->port_attr.link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+
+static int
+op_hello(struct req_ctx *c)
+{
+	const struct droce_chan_hello_req *r = c->req;
+	int rc;
+
+	/* one HELLO a session: it binds the session to its port */
+	if (r->version != DROCE_CHAN_VERSION || c->a->dp != NULL)
+		return -EPROTO;
+	if (r->port >= dd.nb_ports)
+		return -ENODEV;
+	rc = dd_app_bind(c->a, &dd.ports[r->port]);
+	if (rc != 0)
+		return rc;
+	memcpy(c->a->comm, r->comm, sizeof(c->a->comm));
+	c->a->comm[sizeof(c->a->comm) - 1] = '\0';
+	hello_fill(c);
 	c->out[c->nout++] = c->a->region_fd;
 	c->out[c->nout++] = c->a->async_fd;
-	if (dd.wake_fd >= 0)
-		c->out[c->nout++] = dd.wake_fd;
+	if (c->a->dp->wake_fd >= 0)
+		c->out[c->nout++] = c->a->dp->wake_fd;
+	return 0;
+}
+
+static int
+op_query_port(struct req_ctx *c)
+{
+	struct droce_chan_hello_rep h;
+	struct req_ctx t = *c;
+
+	t.rep = &h;
+	hello_fill(&t);
+	memcpy(c->rep, &h.port_attr, sizeof(h.port_attr));
 	return 0;
 }
 
@@ -100,12 +129,12 @@ op_cm_listen(struct req_ctx *c)
 	uint32_t q;
 	int rc;
 
-	if (dd.gsi == NULL)
+	if (c->a->dp->gsi == NULL)
 		return -EOPNOTSUPP;
-	q = droce_qpn_queue(dd.dev, 1);
-	droce_port_lock(dd.port, q);
+	q = droce_qpn_queue(c->a->dp->dev, 1);
+	droce_port_lock(c->a->dp->port, q);
 	rc = dd_gsi_listen(c->a, r->service_id, r->on != 0);
-	droce_port_unlock(dd.port, q);
+	droce_port_unlock(c->a->dp->port, q);
 	return rc;
 }
 
@@ -116,25 +145,9 @@ op_resolve(struct req_ctx *c)
 	uint8_t mac[6];
 	int rc;
 
-	rc = droce_port_resolve(dd.port, r->gid, mac,
+	rc = droce_port_resolve(c->a->dp->port, r->gid, mac,
 		r->timeout_ms < c->neigh_ms ? r->timeout_ms : c->neigh_ms);
 	return rc == 0 ? 0 : rc == -ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
-}
-
-static int
-op_query_port(struct req_ctx *c)
-{
-	struct droce_chan_hello_rep h;
-	struct req_ctx t = *c;
-	struct droce_chan_hello_req r = { .version = DROCE_CHAN_VERSION };
-
-	memcpy(r.comm, c->a->comm, sizeof(r.comm));
-	t.req = &r;
-	t.rep = &h;
-	t.nout = 0;
-	op_hello(&t);
-	memcpy(c->rep, &h.port_attr, sizeof(h.port_attr));
-	return 0;
 }
 
 static int
@@ -145,7 +158,7 @@ op_alloc_pd(struct req_ctx *c)
 
 	if (pd == NULL)
 		return -ENOMEM;
-	pd->tpd = droce_pd_alloc(dd.dev);
+	pd->tpd = droce_pd_alloc(c->a->dp->dev);
 	if (pd->tpd == NULL || dd_table_add(&c->a->pds, pd, &p->handle) != 0) {
 		if (pd->tpd)
 			droce_pd_dealloc(pd->tpd);
@@ -228,19 +241,19 @@ op_create_cq(struct req_ctx *c)
 	struct droce_chan_create_cq_rep *p = c->rep;
 	struct dd_chan *ch = NULL;
 	struct dd_cq *cq;
-	uint32_t q = dd.next_cq_queue++ % dd.nb_queues;
+	uint32_t q = c->a->dp->next_cq_queue++ % c->a->dp->nb_queues;
 
 	if (r->channel != DROCE_CHAN_NONE &&
 			(ch = dd_table_get(&c->a->chans, r->channel)) == NULL)
 		return -EINVAL;
-	if (r->cqe == 0 || r->cqe > droce_dev_limits(dd.dev)->max_cqe)
+	if (r->cqe == 0 || r->cqe > droce_dev_limits(c->a->dp->dev)->max_cqe)
 		return -EINVAL;
 	cq = calloc(1, sizeof(*cq));
 	if (cq == NULL)
 		return -ENOMEM;
 	cq->app = c->a;
 	cq->q = q;
-	cq->tcq = droce_cq_create(dd.dev, q, r->cqe);
+	cq->tcq = droce_cq_create(c->a->dp->dev, q, r->cqe);
 	if (cq->tcq == NULL)
 		goto nomem;
 	cq->size = dd_pow2(droce_cq_size(cq->tcq) + 1);
@@ -251,13 +264,13 @@ op_create_cq(struct req_ctx *c)
 	cq->chan = ch;
 	droce_cq_set_user(cq->tcq, cq);
 	droce_cq_set_notify(cq->tcq, dd_cq_notify, cq);
-	droce_port_lock(dd.port, q);
+	droce_port_lock(c->a->dp->port, q);
 	droce_cq_arm(cq->tcq, 0);
 	if (dd_table_add(&c->a->cqs, cq, &cq->handle) != 0) {
-		droce_port_unlock(dd.port, q);
+		droce_port_unlock(c->a->dp->port, q);
 		goto nomem;
 	}
-	droce_port_unlock(dd.port, q);
+	droce_port_unlock(c->a->dp->port, q);
 	if (ch)
 		ch->refs++;
 	p->handle = cq->handle;
@@ -294,9 +307,9 @@ op_resize_cq(struct req_ctx *c)
 	int rc;
 
 	if (cq == NULL || r->cqe == 0 ||
-			r->cqe > droce_dev_limits(dd.dev)->max_cqe)
+			r->cqe > droce_dev_limits(c->a->dp->dev)->max_cqe)
 		return -EINVAL;
-	droce_port_lock(dd.port, cq->q);
+	droce_port_lock(c->a->dp->port, cq->q);
 	cons = __atomic_load_n(&cq->sh->cons, __ATOMIC_ACQUIRE);
 	n = cq->prod - cons;
 	rc = n > cq->size || r->cqe < n ? -EINVAL :
@@ -322,7 +335,7 @@ op_resize_cq(struct req_ctx *c)
 		cq->size = size;
 		cq->prod = n;
 	}
-	droce_port_unlock(dd.port, cq->q);
+	droce_port_unlock(c->a->dp->port, cq->q);
 	if (rc != 0)
 		return rc;
 	p->handle = cq->handle;
@@ -342,13 +355,13 @@ op_destroy_cq(struct req_ctx *c)
 
 	if (cq == NULL)
 		return -EINVAL;
-	droce_port_lock(dd.port, cq->q);
+	droce_port_lock(c->a->dp->port, cq->q);
 	rc = droce_cq_destroy(cq->tcq);
 	if (rc == 0) {
 		dd_queue_forget_cq(cq);
 		dd_table_del(&c->a->cqs, r->handle);
 	}
-	droce_port_unlock(dd.port, cq->q);
+	droce_port_unlock(c->a->dp->port, cq->q);
 	if (rc != 0)
 		return rc;
 	if (cq->chan)
@@ -481,14 +494,15 @@ dd_serve_msg(struct dd_app *a, const uint8_t *msg, int *fds, int nfds,
 	memset(&out, 0, sizeof(out));
 	c.req = msg + sizeof(*h);
 	c.rep = out.buf + sizeof(out.hdr);
-	if (h->op != DROCE_OP_HELLO && a->comm[0] == '\0') {
+	if (h->op != DROCE_OP_HELLO && a->dp == NULL) {
 		rc = -EPROTO;	/* HELLO first */
 	} else {
 		rc = handlers[h->op](&c);
 		if (h->op != DROCE_OP_HELLO && !a->announced) {
 			a->announced = true;
-			DD_LOG(INFO, "app %u attached: pid %d uid %u gid %u (%s)",
-				a->id, (int)a->pid, a->uid, a->gid, a->comm);
+			DD_LOG(INFO, "app %u attached: pid %d uid %u gid %u (%s) to %s",
+				a->id, (int)a->pid, a->uid, a->gid, a->comm,
+				a->dp->conf.name);
 		}
 	}
 	for (i = 0; i < nfds; i++)

@@ -21,7 +21,7 @@ op_create_srq(struct req_ctx *c)
 	struct droce_chan_create_srq_rep *p = c->rep;
 	struct dd_pd *pd = dd_table_get(&c->a->pds, r->pd);
 	struct ibv_srq_init_attr ia = { 0 };
-	uint32_t q = dd.next_cq_queue++ % dd.nb_queues;
+	uint32_t q = c->a->dp->next_cq_queue++ % c->a->dp->nb_queues;
 	struct dd_srq *s;
 
 	if (pd == NULL)
@@ -71,9 +71,9 @@ op_modify_srq(struct req_ctx *c)
 
 	if (s == NULL)
 		return -EINVAL;
-	droce_port_lock(dd.port, s->q);
+	droce_port_lock(c->a->dp->port, s->q);
 	rc = droce_srq_modify(s->tsrq, &attr, r->mask);
-	droce_port_unlock(dd.port, s->q);
+	droce_port_unlock(c->a->dp->port, s->q);
 	return rc;
 }
 
@@ -86,9 +86,9 @@ op_query_srq(struct req_ctx *c)
 
 	if (s == NULL)
 		return -EINVAL;
-	droce_port_lock(dd.port, s->q);
+	droce_port_lock(c->a->dp->port, s->q);
 	rc = droce_srq_query(s->tsrq, c->rep);
-	droce_port_unlock(dd.port, s->q);
+	droce_port_unlock(c->a->dp->port, s->q);
 	return rc;
 }
 
@@ -101,11 +101,11 @@ op_destroy_srq(struct req_ctx *c)
 
 	if (s == NULL)
 		return -EINVAL;
-	droce_port_lock(dd.port, s->q);
+	droce_port_lock(c->a->dp->port, s->q);
 	rc = droce_srq_destroy(s->tsrq);
 	if (rc == 0)
 		dd_table_del(&c->a->srqs, r->handle);
-	droce_port_unlock(dd.port, s->q);
+	droce_port_unlock(c->a->dp->port, s->q);
 	if (rc != 0)
 		return rc;
 	dd_wq_free(c->a, &s->rq);
@@ -166,11 +166,11 @@ create_gsi_proxy(struct req_ctx *c, struct dd_cq *scq, struct dd_cq *rcq)
 	const struct droce_chan_create_qp_req *r = c->req;
 	struct droce_chan_create_qp_rep *p = c->rep;
 	struct dd_app *a = c->a;
-	uint32_t gq = droce_qpn_queue(dd.dev, 1);
+	uint32_t gq = droce_qpn_queue(c->a->dp->dev, 1);
 	struct dd_qp *qp;
 	int rc = 0;
 
-	if (dd.gsi == NULL)
+	if (c->a->dp->gsi == NULL)
 		return -EOPNOTSUPP;
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
@@ -205,16 +205,16 @@ create_gsi_proxy(struct req_ctx *c, struct dd_cq *scq, struct dd_cq *rcq)
 		rc = qp_rings(c, qp, p);
 	}
 	if (rc == 0) {
-		droce_port_lock(dd.port, gq);
+		droce_port_lock(c->a->dp->port, gq);
 		rc = dd_table_add(&a->qps, qp, &qp->handle);
-		droce_port_unlock(dd.port, gq);
+		droce_port_unlock(c->a->dp->port, gq);
 	}
 	if (rc != 0) {
 		dd_wq_free(a, &qp->sq);
 		dd_wq_free(a, &qp->rq);
-		droce_port_lock(dd.port, gq);
+		droce_port_lock(c->a->dp->port, gq);
 		dd_gsi_proxy_destroy(qp);
-		droce_port_unlock(dd.port, gq);
+		droce_port_unlock(c->a->dp->port, gq);
 		free(qp);
 		return rc;
 	}
@@ -287,9 +287,9 @@ op_create_qp(struct req_ctx *c)
 	rc = qp_rings(c, qp, p);
 	if (rc == 0) {
 		droce_qp_set_user(qp->tqp, qp);
-		droce_port_lock(dd.port, qp->q);
+		droce_port_lock(c->a->dp->port, qp->q);
 		rc = dd_table_add(&a->qps, qp, &qp->handle);
-		droce_port_unlock(dd.port, qp->q);
+		droce_port_unlock(c->a->dp->port, qp->q);
 	}
 	if (rc != 0)
 		goto fail;
@@ -301,9 +301,9 @@ fail:
 	dd_wq_free(a, &qp->sq);
 	dd_wq_free(a, &qp->rq);
 	if (qp->tqp != NULL) {
-		droce_port_lock(dd.port, qp->q);
+		droce_port_lock(c->a->dp->port, qp->q);
 		droce_qp_destroy(qp->tqp);
-		droce_port_unlock(dd.port, qp->q);
+		droce_port_unlock(c->a->dp->port, qp->q);
 	}
 	free(qp);
 	return rc;
@@ -325,12 +325,12 @@ op_modify_qp(struct req_ctx *c)
 	/* the neighbour is asked before the queue is held (it may take
 	 * seconds; the data path goes on meanwhile) */
 	if (r->mask & IBV_QP_AV) {
-		rc = droce_port_av_from_ah(dd.port, &attr.ah_attr, &av,
+		rc = droce_port_av_from_ah(c->a->dp->port, &attr.ah_attr, &av,
 			c->neigh_ms);
 		if (rc != 0)
 			return rc;
 	}
-	droce_port_lock(dd.port, qp->q);
+	droce_port_lock(c->a->dp->port, qp->q);
 	rc = droce_qp_modify(qp->tqp, &attr, r->mask,
 		(r->mask & IBV_QP_AV) ? &av : NULL);
 	if (rc == 0 && (r->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
@@ -340,7 +340,7 @@ op_modify_qp(struct req_ctx *c)
 			__atomic_store_n(&qp->sq.sh->error, 0,
 				__ATOMIC_RELEASE);
 	}
-	droce_port_unlock(dd.port, qp->q);
+	droce_port_unlock(c->a->dp->port, qp->q);
 	return rc;
 }
 
@@ -362,9 +362,9 @@ op_query_qp(struct req_ctx *c)
 		p->qp_type = IBV_QPT_UD;
 		return 0;
 	}
-	droce_port_lock(dd.port, qp->q);
+	droce_port_lock(c->a->dp->port, qp->q);
 	rc = droce_qp_query(qp->tqp, &p->attr, r->mask, &init);
-	droce_port_unlock(dd.port, qp->q);
+	droce_port_unlock(c->a->dp->port, qp->q);
 	if (rc != 0)
 		return rc;
 	p->cap = init.cap;
@@ -382,7 +382,7 @@ op_destroy_qp(struct req_ctx *c)
 
 	if (qp == NULL)
 		return -EINVAL;
-	droce_port_lock(dd.port, qp->q);
+	droce_port_lock(c->a->dp->port, qp->q);
 	dd_qp_last_sends(qp);
 	if (qp->gsi) {
 		dd_gsi_proxy_destroy(qp);
@@ -394,7 +394,7 @@ op_destroy_qp(struct req_ctx *c)
 		dd_queue_forget_qp(qp);
 		dd_table_del(&c->a->qps, r->handle);
 	}
-	droce_port_unlock(dd.port, qp->q);
+	droce_port_unlock(c->a->dp->port, qp->q);
 	if (rc != 0)
 		return rc;
 	dd_wq_free(c->a, &qp->sq);
@@ -417,7 +417,7 @@ op_create_ah(struct req_ctx *c)
 		return -EINVAL;
 	if (c->a->ahs.n >= c->a->ahs.cap)
 		return -ENOMEM;
-	rc = droce_port_av_from_ah(dd.port, &r->attr, &av, c->neigh_ms);
+	rc = droce_port_av_from_ah(c->a->dp->port, &r->attr, &av, c->neigh_ms);
 	if (rc != 0)
 		return rc;
 	ah = calloc(1, sizeof(*ah));
@@ -465,7 +465,7 @@ op_attach_mcast(struct req_ctx *c)
 
 	if (qp == NULL)
 		return -EINVAL;
-	return droce_port_attach_mcast(dd.port, qp->tqp, r->gid);
+	return droce_port_attach_mcast(c->a->dp->port, qp->tqp, r->gid);
 }
 
 int
@@ -476,5 +476,5 @@ op_detach_mcast(struct req_ctx *c)
 
 	if (qp == NULL)
 		return -EINVAL;
-	return droce_port_detach_mcast(dd.port, qp->tqp, r->gid);
+	return droce_port_detach_mcast(c->a->dp->port, qp->tqp, r->gid);
 }

@@ -29,7 +29,7 @@ op_open_xrcd(struct req_ctx *c)
 
 	if (x == NULL)
 		return -ENOMEM;
-	x->tx = droce_xrcd_alloc(dd.dev);
+	x->tx = droce_xrcd_alloc(c->a->dp->dev);
 	if (x->tx == NULL || dd_table_add(&c->a->xrcds, x, &p->handle) != 0) {
 		if (x->tx != NULL)
 			droce_xrcd_free(x->tx);
@@ -104,9 +104,9 @@ dd_create_srq_xrc(struct req_ctx *c, struct dd_pd *pd)
 			droce_chan_rq_slot(s->max_sge), s->q, &p->rq) != 0 ||
 			dd_table_add(&c->a->srqs, s, &s->handle) != 0) {
 		dd_wq_free(c->a, &s->rq);
-		droce_port_lock(dd.port, s->q);
+		droce_port_lock(c->a->dp->port, s->q);
 		droce_srq_destroy(s->tsrq);
-		droce_port_unlock(dd.port, s->q);
+		droce_port_unlock(c->a->dp->port, s->q);
 		free(s);
 		return -ENOMEM;
 	}
@@ -141,7 +141,7 @@ dd_create_qp_xrc_recv(struct req_ctx *c)
 	qp->app = a;
 	qp->type = IBV_QPT_XRC_RECV;
 	qp->q = DD_XRC_QUEUE;
-	droce_port_lock(dd.port, qp->q);
+	droce_port_lock(c->a->dp->port, qp->q);
 	qp->tqp = droce_qp_create_xrc_recv(x->tx, qp->q, &ia);
 	rc = qp->tqp == NULL ? (errno ? -errno : -EINVAL) : 0;
 	if (rc == 0) {
@@ -150,7 +150,7 @@ dd_create_qp_xrc_recv(struct req_ctx *c)
 		if (rc != 0)
 			droce_qp_destroy(qp->tqp);
 	}
-	droce_port_unlock(dd.port, qp->q);
+	droce_port_unlock(c->a->dp->port, qp->q);
 	if (rc != 0) {
 		free(qp);
 		return rc;

@@ -155,6 +155,7 @@ struct dd_app_stats {
 
 struct dd_app {
 	int sock;
+	struct dd_port *dp;	/* from its HELLO on; NULL before */
 	uint32_t id;
 	pid_t pid;
 	uid_t uid;
@@ -188,14 +189,30 @@ struct dd_queue {
 	uint32_t nretry, cap_retry;
 };
 
-struct droced {
+/* One of the daemon's ports: its device, queues and QP1. An
+ * application's session is bound to one (HELLO names it), as a context
+ * is to one device: droced's ports are the drop-in's devices. */
+struct dd_port {
+	uint32_t idx;
 	struct droce_conf conf;
-	struct dd_limits lim;
 	struct droce_port *port;
 	struct droce_dev *dev;
 	uint32_t nb_queues;
-	int busy;		/* lcores busy-poll (else the progress thread) */
 	int wake_fd;
+	struct dd_queue q[DROCE_CHAN_MAX_QUEUES];
+	uint32_t next_cq_queue;
+	struct dd_gsi *gsi;
+};
+
+#define DD_MAX_PORTS DROCE_CONF_MAX_PORTS
+
+struct droced {
+	struct droce_conf conf;	/* port 0's, and the EAL's */
+	struct dd_limits lim;
+	struct dd_port ports[DD_MAX_PORTS];
+	uint32_t nb_ports;
+	int busy;		/* lcores busy-poll (else the progress thread) */
+	volatile int lcores_stop;
 	int ep;			/* the main thread's epoll set */
 	int neigh_fd;		/* eventfd: a neighbour's resolution ended */
 	const char *sock_path;
@@ -205,9 +222,6 @@ struct droced {
 	struct dd_app *apps[DD_MAX_APPS];
 	uint32_t nb_apps, next_id;
 	pthread_mutex_t apps_lock;	/* telemetry's view */
-	struct dd_queue q[DROCE_CHAN_MAX_QUEUES];
-	uint32_t next_cq_queue;
-	struct dd_gsi *gsi;
 	struct dd_app *by_prefix[256];
 	/* totals since start (telemetry) */
 	uint64_t attached, detached, reclaimed_qps, reclaimed_mrs;
@@ -228,6 +242,7 @@ uint32_t dd_pow2(uint32_t v);
 
 /* app.c: sessions */
 struct dd_app *dd_app_new(int sock);
+int dd_app_bind(struct dd_app *a, struct dd_port *dp);
 void dd_app_free(struct dd_app *a);
 void dd_lock_all(void);
 void dd_app_detach(struct dd_app *a);	/* main.c: the session ends */
@@ -269,12 +284,12 @@ void dd_qp_last_sends(struct dd_qp *qp);
 void dd_app_take_ud_sends(struct dd_app *a);
 
 /* gsi.c: QP1, the connection manager's MADs routed to applications */
-int dd_gsi_init(void);
+int dd_gsi_init(struct dd_port *dp);
 int dd_gsi_proxy_create(struct dd_app *a, struct dd_qp *qp, uint32_t max_recv_wr);
 void dd_gsi_proxy_destroy(struct dd_qp *qp);
 int dd_gsi_drain_sq(struct dd_qp *qp);
 int dd_gsi_drain_rq(struct dd_qp *qp);
-int dd_gsi_poll(uint32_t q);
+int dd_gsi_poll(struct dd_port *dp, uint32_t q);
 int dd_gsi_listen(struct dd_app *a, uint64_t service_id, int on);
 void dd_gsi_app_gone(struct dd_app *a);
 void dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped,

@@ -60,7 +60,7 @@ void
 dd_cq_notify(void *arg, struct droce_cq *tcq)
 {
 	struct dd_cq *cq = arg;
-	struct dd_queue *dq = &dd.q[cq->q];
+	struct dd_queue *dq = &cq->app->dp->q[cq->q];
 
 	(void)tcq;
 	if (cq->dirty)
@@ -73,7 +73,9 @@ void
 dd_queue_forget_cq(struct dd_cq *cq)
 {
 	if (cq->dirty) {
-		list_del((void **)dd.q[cq->q].dirty, &dd.q[cq->q].ndirty, cq);
+		struct dd_queue *dq = &cq->app->dp->q[cq->q];
+
+		list_del((void **)dq->dirty, &dq->ndirty, cq);
 		cq->dirty = false;
 	}
 }
@@ -82,7 +84,9 @@ void
 dd_queue_forget_qp(struct dd_qp *qp)
 {
 	if (qp->retry) {
-		list_del((void **)dd.q[qp->q].retry, &dd.q[qp->q].nretry, qp);
+		struct dd_queue *dq = &qp->app->dp->q[qp->q];
+
+		list_del((void **)dq->retry, &dq->nretry, qp);
 		qp->retry = false;
 	}
 }
@@ -90,8 +94,10 @@ dd_queue_forget_qp(struct dd_qp *qp)
 void
 dd_qp_retry_later(struct dd_qp *qp)
 {
-	if (!qp->retry && list_add((void ***)&dd.q[qp->q].retry,
-			&dd.q[qp->q].nretry, &dd.q[qp->q].cap_retry, qp) == 0)
+	struct dd_queue *dq = &qp->app->dp->q[qp->q];
+
+	if (!qp->retry && list_add((void ***)&dq->retry, &dq->nretry,
+			&dq->cap_retry, qp) == 0)
 		qp->retry = true;
 }
 
@@ -359,7 +365,7 @@ dd_qp_last_sends(struct dd_qp *qp)
 		return;
 	drain_sq(qp);
 	for (i = 0; i < 1000 && droce_qp_sq_outstanding(qp->tqp) > 0; i++)
-		droce_port_progress_locked(dd.port, qp->q);
+		droce_port_progress_locked(qp->app->dp->port, qp->q);
 }
 
 /*
@@ -535,9 +541,9 @@ cq_flush(struct dd_cq *cq, int *work)
 }
 
 static int
-completions(uint32_t q)
+completions(struct dd_port *dp, uint32_t q)
 {
-	struct dd_queue *dq = &dd.q[q];
+	struct dd_queue *dq = &dp->q[q];
 	uint32_t i = 0;
 	int work = 0;
 
@@ -557,9 +563,9 @@ completions(uint32_t q)
 }
 
 static int
-retries(uint32_t q)
+retries(struct dd_port *dp, uint32_t q)
 {
-	struct dd_queue *dq = &dd.q[q];
+	struct dd_queue *dq = &dp->q[q];
 	uint32_t i = 0, n;
 	int work = 0;
 
@@ -579,16 +585,19 @@ retries(uint32_t q)
 int
 dd_poll_hook(void *arg, uint32_t q, enum droce_hook_phase phase)
 {
+	struct dd_port *dp = arg;
 	uint32_t i;
 	int work = 0;
 
-	(void)arg;
 	if (phase == DROCE_HOOK_AFTER)
-		return completions(q) + (dd.gsi != NULL ? dd_gsi_poll(q) : 0);
-	if (dd.q[q].nretry)
-		work += retries(q);
+		return completions(dp, q) +
+			(dp->gsi != NULL ? dd_gsi_poll(dp, q) : 0);
+	if (dp->q[q].nretry)
+		work += retries(dp, q);
+	/* the port's sessions (apps[] changes with every queue locked) */
 	for (i = 0; i < dd.nb_apps; i++)
-		work += doorbells(dd.apps[i], q);
+		if (dd.apps[i]->dp == dp)
+			work += doorbells(dd.apps[i], q);
 	return work;
 }
 
@@ -598,18 +607,21 @@ dd_poll_hook(void *arg, uint32_t q, enum droce_hook_phase phase)
 int
 dd_sleep_hook(void *arg, int sleeping)
 {
+	struct dd_port *dp = arg;
 	uint32_t i, q;
-
 	int pending = 0;
 
-	(void)arg;
-	/* no queue lock here: the list of applications under its mutex */
+	/* no queue lock here: the list of applications under its mutex;
+	 * a session's port is set once (dd_app_bind) */
 	pthread_mutex_lock(&dd.apps_lock);
 	for (i = 0; i < dd.nb_apps; i++)
-		__atomic_store_n(&dd.apps[i]->region->sleeping, (uint32_t)sleeping,
-			__ATOMIC_SEQ_CST);
+		if (__atomic_load_n(&dd.apps[i]->dp, __ATOMIC_ACQUIRE) == dp)
+			__atomic_store_n(&dd.apps[i]->region->sleeping,
+				(uint32_t)sleeping, __ATOMIC_SEQ_CST);
 	for (i = 0; sleeping && !pending && i < dd.nb_apps; i++)
-		for (q = 0; q < dd.nb_queues; q++)
+		for (q = 0; q < dp->nb_queues &&
+				__atomic_load_n(&dd.apps[i]->dp, __ATOMIC_ACQUIRE) == dp;
+				q++)
 			if (__atomic_load_n(&dd.apps[i]->db[q]->prod,
 					__ATOMIC_SEQ_CST) != dd.apps[i]->db_cons[q])
 				pending = 1;

@@ -77,37 +77,39 @@ struct dd_gsi {
 	} orphan[GSI_ORPHANS];
 	uint32_t orphan_prod, orphan_cons;
 	struct gsi_seen seen[GSI_SEEN];
+	struct dd_port *dp;
 };
 
-static struct dd_gsi gsi;
+static struct dd_gsi gsis[DD_MAX_PORTS];
 
 static uint8_t *
-recv_slot(uint32_t i)
+recv_slot(struct dd_gsi *g, uint32_t i)
 {
-	return gsi.buf + (size_t)i * (GSI_GRH + GSI_SLOT);
+	return g->buf + (size_t)i * (GSI_GRH + GSI_SLOT);
 }
 
 static uint8_t *
-send_slot(uint32_t i)
+send_slot(struct dd_gsi *g, uint32_t i)
 {
-	return gsi.buf + (size_t)GSI_RECVS * (GSI_GRH + GSI_SLOT) +
+	return g->buf + (size_t)GSI_RECVS * (GSI_GRH + GSI_SLOT) +
 		(size_t)i * GSI_SLOT;
 }
 
 static void
-post_recv(uint32_t i)
+post_recv(struct dd_gsi *g, uint32_t i)
 {
-	struct ibv_sge sge = { (uint64_t)(uintptr_t)recv_slot(i),
-		GSI_GRH + GSI_SLOT, droce_mr_lkey(gsi.mr) };
+	struct ibv_sge sge = { (uint64_t)(uintptr_t)recv_slot(g, i),
+		GSI_GRH + GSI_SLOT, droce_mr_lkey(g->mr) };
 	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
 
-	if (droce_qp_post_recv(gsi.qp, &wr, &bad) != 0)
+	if (droce_qp_post_recv(g->qp, &wr, &bad) != 0)
 		DD_LOG(WARNING, "QP1: cannot post a receive");
 }
 
 int
-dd_gsi_init(void)
+dd_gsi_init(struct dd_port *dp)
 {
+	struct dd_gsi *g = &gsis[dp->idx];
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_UD,
 		.cap = { .max_send_wr = GSI_SENDS, .max_recv_wr = GSI_RECVS,
@@ -119,34 +121,35 @@ dd_gsi_init(void)
 		(size_t)GSI_SENDS * GSI_SLOT;
 	uint32_t i;
 
-	gsi.q = droce_qpn_queue(dd.dev, 1);
-	gsi.pd = droce_pd_alloc(dd.dev);
-	gsi.buf = calloc(1, len);
-	if (gsi.pd == NULL || gsi.buf == NULL)
+	g->dp = dp;
+	g->q = droce_qpn_queue(dp->dev, 1);
+	g->pd = droce_pd_alloc(dp->dev);
+	g->buf = calloc(1, len);
+	if (g->pd == NULL || g->buf == NULL)
 		return -ENOMEM;
-	gsi.mr = droce_mr_reg(gsi.pd, gsi.buf, len, (uint64_t)(uintptr_t)gsi.buf,
+	g->mr = droce_mr_reg(g->pd, g->buf, len, (uint64_t)(uintptr_t)g->buf,
 		IBV_ACCESS_LOCAL_WRITE);
-	gsi.scq = droce_cq_create(dd.dev, gsi.q, GSI_SENDS * 2);
-	gsi.rcq = droce_cq_create(dd.dev, gsi.q, GSI_RECVS * 2);
-	if (gsi.mr == NULL || gsi.scq == NULL || gsi.rcq == NULL)
+	g->scq = droce_cq_create(dp->dev, g->q, GSI_SENDS * 2);
+	g->rcq = droce_cq_create(dp->dev, g->q, GSI_RECVS * 2);
+	if (g->mr == NULL || g->scq == NULL || g->rcq == NULL)
 		return -ENOMEM;
-	droce_port_lock(dd.port, gsi.q);
-	gsi.qp = droce_qp_create_gsi(gsi.pd, &ia, gsi.scq, gsi.rcq);
-	if (gsi.qp == NULL ||
-			droce_qp_modify(gsi.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+	droce_port_lock(dp->port, g->q);
+	g->qp = droce_qp_create_gsi(g->pd, &ia, g->scq, g->rcq);
+	if (g->qp == NULL ||
+			droce_qp_modify(g->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				IBV_QP_PORT | IBV_QP_QKEY, NULL) != 0) {
-		droce_port_unlock(dd.port, gsi.q);
+		droce_port_unlock(dp->port, g->q);
 		return -EINVAL;
 	}
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
-	droce_qp_modify(gsi.qp, &a, IBV_QP_STATE, NULL);
+	droce_qp_modify(g->qp, &a, IBV_QP_STATE, NULL);
 	a.qp_state = IBV_QPS_RTS;
-	droce_qp_modify(gsi.qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL);
+	droce_qp_modify(g->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL);
 	for (i = 0; i < GSI_RECVS; i++)
-		post_recv(i);
-	dd.gsi = &gsi;
-	droce_port_unlock(dd.port, gsi.q);
+		post_recv(g, i);
+	dp->gsi = g;
+	droce_port_unlock(dp->port, g->q);
 	return 0;
 }
 
@@ -154,12 +157,14 @@ dd_gsi_init(void)
 int
 dd_gsi_proxy_create(struct dd_app *a, struct dd_qp *qp, uint32_t max_recv_wr)
 {
-	if (dd.gsi == NULL)
+	struct dd_gsi *g = a->dp->gsi;
+
+	if (g == NULL)
 		return -EOPNOTSUPP;
 	if (a->gsi_qp != NULL)
 		return -EBUSY;	/* one per application, as one per device */
 	qp->gsi = true;
-	qp->q = gsi.q;
+	qp->q = g->q;
 	qp->rfifo = calloc(dd_pow2(max_recv_wr), sizeof(*qp->rfifo));
 	if (qp->rfifo == NULL)
 		return -ENOMEM;
@@ -171,11 +176,12 @@ dd_gsi_proxy_create(struct dd_app *a, struct dd_qp *qp, uint32_t max_recv_wr)
 void
 dd_gsi_proxy_destroy(struct dd_qp *qp)
 {
+	struct dd_gsi *g = qp->app->dp->gsi;
 	uint32_t i;
 
 	for (i = 0; i < GSI_SENDS; i++)
-		if (gsi.send[i].qp == qp)
-			gsi.send[i].qp = NULL;	/* its completion goes nowhere */
+		if (g->send[i].qp == qp)
+			g->send[i].qp = NULL;	/* its completion goes nowhere */
 	if (qp->app->gsi_qp == qp)
 		qp->app->gsi_qp = NULL;
 	free(qp->rfifo);
@@ -197,6 +203,7 @@ send_error(struct dd_qp *qp, uint64_t wr_id, enum ibv_wc_status status)
 int
 dd_gsi_drain_sq(struct dd_qp *qp)
 {
+	struct dd_gsi *g = qp->app->dp->gsi;
 	struct dd_wq *wq = &qp->sq;
 	int64_t n = dd_wq_pending(wq);
 	int done = 0;
@@ -212,7 +219,7 @@ dd_gsi_drain_sq(struct dd_qp *qp)
 		uint8_t *dst;
 
 		memcpy(&w, slot, sizeof(w));
-		for (k = 0; k < GSI_SENDS && gsi.send[k].busy; k++)
+		for (k = 0; k < GSI_SENDS && g->send[k].busy; k++)
 			;
 		if (k == GSI_SENDS) {
 			dd_qp_retry_later(qp);	/* QP1 busy: next pass */
@@ -227,7 +234,7 @@ dd_gsi_drain_sq(struct dd_qp *qp)
 			continue;
 		}
 		memcpy(sge, slot + sizeof(w), w.num_sge * sizeof(sge[0]));
-		dst = send_slot(k);
+		dst = send_slot(g, k);
 		for (i = 0; i < w.num_sge; i++) {
 			const uint8_t *src;
 
@@ -244,7 +251,7 @@ dd_gsi_drain_sq(struct dd_qp *qp)
 			continue;
 		}
 		out = (struct ibv_sge){ (uint64_t)(uintptr_t)dst, len,
-			droce_mr_lkey(gsi.mr) };
+			droce_mr_lkey(g->mr) };
 		wr.wr_id = k;
 		wr.opcode = IBV_WR_SEND;
 		wr.send_flags = IBV_SEND_SIGNALED;
@@ -253,16 +260,16 @@ dd_gsi_drain_sq(struct dd_qp *qp)
 		wr.wr.ud.ah = droce_ah_to_ibv(ah->tah);
 		wr.wr.ud.remote_qpn = w.remote_qpn;
 		wr.wr.ud.remote_qkey = w.remote_qkey;
-		if (droce_qp_post_send(gsi.qp, &wr, &bad) != 0) {
+		if (droce_qp_post_send(g->qp, &wr, &bad) != 0) {
 			send_error(qp, w.wr_id, IBV_WC_LOC_QP_OP_ERR);
 			continue;
 		}
-		gsi.send[k].busy = true;
-		gsi.send[k].qp = qp;
-		gsi.send[k].wr_id = w.wr_id;
-		gsi.send[k].signaled = qp->sq_sig_all ||
+		g->send[k].busy = true;
+		g->send[k].qp = qp;
+		g->send[k].wr_id = w.wr_id;
+		g->send[k].signaled = qp->sq_sig_all ||
 			(w.send_flags & IBV_SEND_SIGNALED);
-		gsi.tx++;
+		g->tx++;
 	}
 	__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
 	qp->app->st.sq_wqes += (uint64_t)done;
@@ -319,8 +326,9 @@ be64_at(const uint8_t *p)
 
 /* Which application a MAD (after the GRH) is for, or NULL. */
 static struct dd_app *
-route(const uint8_t *mad, uint32_t len)
+route(struct dd_gsi *g, const uint8_t *mad, uint32_t len)
 {
+	struct dd_app *a;
 	uint16_t attr;
 	uint64_t sid;
 	uint32_t i;
@@ -332,15 +340,19 @@ route(const uint8_t *mad, uint32_t len)
 	case 0x10:	/* REQ */
 	case 0x17:	/* SIDR REQ */
 		sid = be64_at(mad + 32);
-		for (i = 0; i < gsi.nlisten; i++)
-			if (gsi.listen[i].service_id == sid)
-				return gsi.listen[i].app;
+		for (i = 0; i < g->nlisten; i++)
+			if (g->listen[i].service_id == sid)
+				return g->listen[i].app;
 		return NULL;
 	case 0x18:	/* SIDR REP: our request ID */
-		return dd.by_prefix[mad[24]];
+		a = dd.by_prefix[mad[24]];
+		break;
 	default:	/* our communication ID, the remote one to the sender */
-		return dd.by_prefix[mad[28]];
+		a = dd.by_prefix[mad[28]];
+		break;
 	}
+	/* an ID of a session on another port is nobody's here */
+	return a != NULL && a->dp == g->dp ? a : NULL;
 }
 
 /* The peer's GID and ours from a receive's GRH (RoCEv2 over IPv4: the
@@ -374,7 +386,7 @@ grh_gids(const uint8_t *grh, uint8_t sgid[16], uint8_t dgid[16])
  * retransmits it within seconds) is answered. Data-path thread only.
  */
 static bool
-orphan_seen_before(const uint8_t *grh, const uint8_t *mad)
+orphan_seen_before(struct dd_gsi *g, const uint8_t *grh, const uint8_t *mad)
 {
 	uint8_t sgid[16], dgid[16];
 	uint64_t now = rte_get_timer_cycles(), hz = rte_get_timer_hz();
@@ -383,7 +395,7 @@ orphan_seen_before(const uint8_t *grh, const uint8_t *mad)
 	if (grh_gids(grh, sgid, dgid) != 0)
 		return false;
 	for (i = 0; i < GSI_SEEN; i++) {
-		struct gsi_seen *e = &gsi.seen[i];
+		struct gsi_seen *e = &g->seen[i];
 
 		if (e->at != 0 && now - e->at < GSI_SEEN_SECS * hz &&
 				memcmp(e->sgid, sgid, 16) == 0 &&
@@ -391,12 +403,12 @@ orphan_seen_before(const uint8_t *grh, const uint8_t *mad)
 			e->at = 0;
 			return true;
 		}
-		if (e->at < gsi.seen[oldest].at)
+		if (e->at < g->seen[oldest].at)
 			oldest = i;
 	}
-	memcpy(gsi.seen[oldest].sgid, sgid, 16);
-	memcpy(gsi.seen[oldest].id, mad + 24, 4);
-	gsi.seen[oldest].at = now;
+	memcpy(g->seen[oldest].sgid, sgid, 16);
+	memcpy(g->seen[oldest].id, mad + 24, 4);
+	g->seen[oldest].at = now;
 	return false;
 }
 
@@ -404,42 +416,42 @@ orphan_seen_before(const uint8_t *grh, const uint8_t *mad)
  * the control thread, which answers it (REJ, SIDR REP); true when
  * queued. */
 static bool
-orphan_req(const uint8_t *mad)
+orphan_req(struct dd_gsi *g, const uint8_t *mad)
 {
-	uint32_t prod = gsi.orphan_prod;
+	uint32_t prod = g->orphan_prod;
 	uint16_t attr = (uint16_t)(mad[16] << 8 | mad[17]);
 
 	if (mad[0] != 1 || mad[1] != CM_CLASS || mad[3] != 0x03 ||
 			(attr != 0x10 && attr != 0x17))
 		return false;
-	if (!orphan_seen_before(mad - GSI_GRH, mad))
+	if (!orphan_seen_before(g, mad - GSI_GRH, mad))
 		return false;	/* dropped this once */
-	if (prod - __atomic_load_n(&gsi.orphan_cons, __ATOMIC_ACQUIRE) >=
+	if (prod - __atomic_load_n(&g->orphan_cons, __ATOMIC_ACQUIRE) >=
 			GSI_ORPHANS)
 		return false;	/* a burst of them: the rest dropped */
-	memcpy(gsi.orphan[prod % GSI_ORPHANS].grh, mad - GSI_GRH, GSI_GRH);
-	memcpy(gsi.orphan[prod % GSI_ORPHANS].mad, mad, GSI_ORPHAN_MAD);
-	__atomic_store_n(&gsi.orphan_prod, prod + 1, __ATOMIC_RELEASE);
+	memcpy(g->orphan[prod % GSI_ORPHANS].grh, mad - GSI_GRH, GSI_GRH);
+	memcpy(g->orphan[prod % GSI_ORPHANS].mad, mad, GSI_ORPHAN_MAD);
+	__atomic_store_n(&g->orphan_prod, prod + 1, __ATOMIC_RELEASE);
 	return true;
 }
 
 /* A MAD received on QP1 into slot i: to its application, if any. */
 static void
-deliver(const struct ibv_wc *in)
+deliver(struct dd_gsi *g, const struct ibv_wc *in)
 {
-	const uint8_t *buf = recv_slot((uint32_t)in->wr_id);
+	const uint8_t *buf = recv_slot(g, (uint32_t)in->wr_id);
 	struct dd_app *a = in->byte_len > GSI_GRH ?
-		route(buf + GSI_GRH, in->byte_len - GSI_GRH) : NULL;
+		route(g, buf + GSI_GRH, in->byte_len - GSI_GRH) : NULL;
 	struct dd_qp *qp = a != NULL ? a->gsi_qp : NULL;
 	struct dd_gsi_rwqe *r;
 	struct ibv_wc wc;
 	uint32_t i, off = 0;
 
 	if (a == NULL && in->byte_len >= GSI_GRH + GSI_ORPHAN_MAD &&
-			orphan_req(buf + GSI_GRH))
+			orphan_req(g, buf + GSI_GRH))
 		return;
 	if (qp == NULL || qp->rhead == qp->rtail) {
-		gsi.dropped++;
+		g->dropped++;
 		return;
 	}
 	r = &qp->rfifo[qp->rhead++ & (qp->rq.size - 1)];
@@ -470,41 +482,42 @@ deliver(const struct ibv_wc *in)
 	wc.wc_flags = in->wc_flags;
 	wc.pkey_index = in->pkey_index;
 	dd_cq_put(qp->rcq, &wc);
-	gsi.rx++;
+	g->rx++;
 }
 
 /* After each pass over QP1's queue: its completions. */
 int
-dd_gsi_poll(uint32_t q)
+dd_gsi_poll(struct dd_port *dp, uint32_t q)
 {
+	struct dd_gsi *g = dp->gsi;
 	struct ibv_wc wc[16];
 	int n, i, work = 0;
 
-	if (q != gsi.q)
+	if (q != g->q)
 		return 0;
-	while ((n = droce_cq_poll(gsi.rcq, wc, 16)) > 0) {
+	while ((n = droce_cq_poll(g->rcq, wc, 16)) > 0) {
 		for (i = 0; i < n; i++) {
 			if (wc[i].status == IBV_WC_SUCCESS)
-				deliver(&wc[i]);
-			post_recv((uint32_t)wc[i].wr_id);
+				deliver(g, &wc[i]);
+			post_recv(g, (uint32_t)wc[i].wr_id);
 		}
 		work += n;
 	}
-	while ((n = droce_cq_poll(gsi.scq, wc, 16)) > 0) {
+	while ((n = droce_cq_poll(g->scq, wc, 16)) > 0) {
 		for (i = 0; i < n; i++) {
 			uint32_t k = (uint32_t)wc[i].wr_id;
-			struct dd_qp *qp = k < GSI_SENDS ? gsi.send[k].qp : NULL;
+			struct dd_qp *qp = k < GSI_SENDS ? g->send[k].qp : NULL;
 
-			if (qp != NULL && gsi.send[k].signaled) {
+			if (qp != NULL && g->send[k].signaled) {
 				struct ibv_wc out = wc[i];
 
-				out.wr_id = gsi.send[k].wr_id;
+				out.wr_id = g->send[k].wr_id;
 				out.qp_num = 1;
 				dd_cq_put(qp->scq, &out);
 			}
 			if (k < GSI_SENDS) {
-				gsi.send[k].qp = NULL;
-				gsi.send[k].busy = false;
+				g->send[k].qp = NULL;
+				g->send[k].busy = false;
 			}
 		}
 		work += n;
@@ -516,23 +529,24 @@ dd_gsi_poll(uint32_t q)
 int
 dd_gsi_listen(struct dd_app *a, uint64_t service_id, int on)
 {
+	struct dd_gsi *g = a->dp->gsi;
 	uint32_t i;
 
-	for (i = 0; i < gsi.nlisten; i++)
-		if (gsi.listen[i].service_id == service_id)
+	for (i = 0; i < g->nlisten; i++)
+		if (g->listen[i].service_id == service_id)
 			break;
 	if (!on) {
-		if (i == gsi.nlisten || gsi.listen[i].app != a)
+		if (i == g->nlisten || g->listen[i].app != a)
 			return -EINVAL;
-		gsi.listen[i] = gsi.listen[--gsi.nlisten];
+		g->listen[i] = g->listen[--g->nlisten];
 		return 0;
 	}
-	if (i < gsi.nlisten)
-		return gsi.listen[i].app == a ? 0 : -EADDRINUSE;
-	if (gsi.nlisten == GSI_LISTEN)
+	if (i < g->nlisten)
+		return g->listen[i].app == a ? 0 : -EADDRINUSE;
+	if (g->nlisten == GSI_LISTEN)
 		return -ENOMEM;
-	gsi.listen[gsi.nlisten].service_id = service_id;
-	gsi.listen[gsi.nlisten++].app = a;
+	g->listen[g->nlisten].service_id = service_id;
+	g->listen[g->nlisten++].app = a;
 	return 0;
 }
 
@@ -540,11 +554,12 @@ dd_gsi_listen(struct dd_app *a, uint64_t service_id, int on)
 void
 dd_gsi_app_gone(struct dd_app *a)
 {
+	struct dd_gsi *g = a->dp->gsi;
 	uint32_t i = 0;
 
-	while (i < gsi.nlisten) {
-		if (gsi.listen[i].app == a)
-			gsi.listen[i] = gsi.listen[--gsi.nlisten];
+	while (i < g->nlisten) {
+		if (g->listen[i].app == a)
+			g->listen[i] = g->listen[--g->nlisten];
 		else
 			i++;
 	}
@@ -556,12 +571,21 @@ void
 dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped, uint64_t *rejected,
 		uint64_t *listeners)
 {
-	*listeners = __atomic_load_n(&gsi.nlisten, __ATOMIC_RELAXED);
-	*rx = gsi.rx;
-	*tx = gsi.tx;
-	*dropped = gsi.dropped +
-		__atomic_load_n(&gsi.unanswered, __ATOMIC_RELAXED);
-	*rejected = __atomic_load_n(&gsi.rejected, __ATOMIC_RELAXED);
+	uint32_t p;
+
+	*rx = *tx = *dropped = *rejected = *listeners = 0;
+	for (p = 0; p < dd.nb_ports; p++) {
+		const struct dd_gsi *g = dd.ports[p].gsi;
+
+		if (g == NULL)
+			continue;
+		*listeners += __atomic_load_n(&g->nlisten, __ATOMIC_RELAXED);
+		*rx += g->rx;
+		*tx += g->tx;
+		*dropped += g->dropped +
+			__atomic_load_n(&g->unanswered, __ATOMIC_RELAXED);
+		*rejected += __atomic_load_n(&g->rejected, __ATOMIC_RELAXED);
+	}
 }
 
 /* The answer to an orphan into out (a MAD): a REJ "invalid service ID"
@@ -595,9 +619,9 @@ orphan_answer(const uint8_t *req, uint8_t *out)
 
 /* One answer onto QP1 (control thread): 0, or -1 when it cannot go. */
 static int
-orphan_send(const uint8_t *grh, const uint8_t *req)
+orphan_send(struct dd_gsi *g, const uint8_t *grh, const uint8_t *req)
 {
-	const struct droce_dev_conf *conf = droce_dev_conf(dd.dev);
+	const struct droce_dev_conf *conf = droce_dev_conf(g->dp->dev);
 	struct ibv_ah_attr attr = { .is_global = 1, .port_num = 1 };
 	struct ibv_send_wr wr = { 0 }, *bad;
 	uint8_t sgid[16], dgid[16];
@@ -618,18 +642,18 @@ orphan_send(const uint8_t *grh, const uint8_t *req)
 	attr.grh.sgid_index = (uint8_t)i;
 	attr.grh.hop_limit = 64;
 	/* may wait for the neighbour: this thread's other work waits too */
-	if (droce_port_av_from_ah(dd.port, &attr, &av, 1000) != 0)
+	if (droce_port_av_from_ah(g->dp->port, &attr, &av, 1000) != 0)
 		return -1;
-	ah = droce_ah_create(gsi.pd, &av);
+	ah = droce_ah_create(g->pd, &av);
 	if (ah == NULL)
 		return -1;
-	droce_port_lock(dd.port, gsi.q);
-	for (k = 0; k < GSI_SENDS && gsi.send[k].busy; k++)
+	droce_port_lock(g->dp->port, g->q);
+	for (k = 0; k < GSI_SENDS && g->send[k].busy; k++)
 		;
 	if (k < GSI_SENDS) {
-		orphan_answer(req, send_slot(k));
-		sge = (struct ibv_sge){ (uint64_t)(uintptr_t)send_slot(k),
-			GSI_SLOT, droce_mr_lkey(gsi.mr) };
+		orphan_answer(req, send_slot(g, k));
+		sge = (struct ibv_sge){ (uint64_t)(uintptr_t)send_slot(g, k),
+			GSI_SLOT, droce_mr_lkey(g->mr) };
 		wr.wr_id = k;
 		wr.opcode = IBV_WR_SEND;
 		wr.send_flags = IBV_SEND_SIGNALED;
@@ -638,31 +662,41 @@ orphan_send(const uint8_t *grh, const uint8_t *req)
 		wr.wr.ud.ah = droce_ah_to_ibv(ah);
 		wr.wr.ud.remote_qpn = 1;
 		wr.wr.ud.remote_qkey = GSI_QKEY;
-		if (droce_qp_post_send(gsi.qp, &wr, &bad) == 0) {
-			gsi.send[k].busy = true;
-			gsi.send[k].qp = NULL;
-			gsi.tx++;
+		if (droce_qp_post_send(g->qp, &wr, &bad) == 0) {
+			g->send[k].busy = true;
+			g->send[k].qp = NULL;
+			g->tx++;
 			rc = 0;
 		}
 	}
-	droce_port_unlock(dd.port, gsi.q);
+	droce_port_unlock(g->dp->port, g->q);
 	droce_ah_destroy(ah);	/* the transport copied its address */
 	return rc;
 }
 
 /* Control thread: answer the REQs and SIDR REQs nobody listens for. */
+static void
+answer_orphans(struct dd_gsi *g)
+{
+	uint32_t cons = g->orphan_cons;
+
+	while (cons != __atomic_load_n(&g->orphan_prod, __ATOMIC_ACQUIRE)) {
+		if (orphan_send(g, g->orphan[cons % GSI_ORPHANS].grh,
+				g->orphan[cons % GSI_ORPHANS].mad) == 0)
+			__atomic_fetch_add(&g->rejected, 1, __ATOMIC_RELAXED);
+		else
+			__atomic_fetch_add(&g->unanswered, 1, __ATOMIC_RELAXED);
+		cons++;
+		__atomic_store_n(&g->orphan_cons, cons, __ATOMIC_RELEASE);
+	}
+}
+
 void
 dd_gsi_answer_orphans(void)
 {
-	uint32_t cons = gsi.orphan_cons;
+	uint32_t p;
 
-	while (cons != __atomic_load_n(&gsi.orphan_prod, __ATOMIC_ACQUIRE)) {
-		if (orphan_send(gsi.orphan[cons % GSI_ORPHANS].grh,
-				gsi.orphan[cons % GSI_ORPHANS].mad) == 0)
-			__atomic_fetch_add(&gsi.rejected, 1, __ATOMIC_RELAXED);
-		else
-			__atomic_fetch_add(&gsi.unanswered, 1, __ATOMIC_RELAXED);
-		cons++;
-		__atomic_store_n(&gsi.orphan_cons, cons, __ATOMIC_RELEASE);
-	}
+	for (p = 0; p < dd.nb_ports; p++)
+		if (dd.ports[p].gsi != NULL)
+			answer_orphans(dd.ports[p].gsi);
 }

@@ -5,10 +5,12 @@
 /*
  * droced [-c CONF] [-d] [-p PIDFILE] [DROCE_KEY=VALUE...]
  *
- * Owns the port (droce_conf.h's keys, as droce-run takes them) and its
- * data-path cores, and serves applications that attach through the
+ * Owns the ports (droce_conf.h's keys, as droce-run takes them; port N
+ * from 1 on with "_N" added: DROCE_DEVARGS_1, DROCE_IPV4_1, ...) and
+ * their data-path cores, and serves applications that attach through the
  * drop-in libibverbs on the unix socket DROCE_DAEMON names (default
- * DROCE_DAEMON_DEFAULT). Keys of its own (doc/daemon.md):
+ * DROCE_DAEMON_DEFAULT); each port is a device to them (droce0, droce1,
+ * ...). Keys of its own (doc/daemon.md):
  *   DROCE_POLL           busy (default: an lcore per queue spins) or idle
  *                        (the port's progress thread backs off when idle)
  *   DROCE_LCORES         busy mode: the CPUs of the data-path lcores
@@ -43,7 +45,6 @@ RTE_LOG_REGISTER(dd_logtype, droced, INFO);
 
 struct droced dd = {
 	.listen_fd = -1,
-	.wake_fd = -1,
 	.ep = -1,
 	.neigh_fd = -1,
 	.apps_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -54,16 +55,19 @@ usage(FILE *f)
 {
 	fprintf(f, "usage: droced [-c CONF] [-d] [-p PIDFILE] "
 		"[DROCE_KEY=VALUE...]\n"
-		"Owns a DPDK port and its data path; applications attach to it "
+		"Owns DPDK ports and their data path; applications attach to it "
 		"through\nthe verbs drop-in (droce-run DROCE_DAEMON=SOCKET "
-		"PROGRAM).\n"
+		"PROGRAM), each port a device.\n"
+		"Port N (1 to %d) takes the port keys with _N added "
+		"(DROCE_DEVARGS_1=...).\n"
 		"  -c CONF     read keys from CONF (as DROCE_CONF)\n"
 		"  -d          detach (daemon); default: foreground\n"
 		"  -p PIDFILE  write the process id there\n"
 		"  -h, --help  this text\n"
 		"  --keys=port|verbs|daemon|all  only the keys they read\n"
 		"Keys (the environment, then CONF; a key given here wins; "
-		"an unknown key or\na bad value is named and droced exits 2):\n");
+		"an unknown key or\na bad value is named and droced exits 2):\n",
+		DROCE_CONF_MAX_PORTS - 1);
 	droce_conf_usage(f, DROCE_KEYS_PORT | DROCE_KEYS_DAEMON);
 	fprintf(f, "See droced(1) and doc/daemon.md.\n");
 }
@@ -319,8 +323,7 @@ serve(void)
 		struct epoll_event evs[16];
 		int n = epoll_wait(ep, evs, 16, 200), i;
 
-		if (dd.gsi != NULL)
-			dd_gsi_answer_orphans();	/* within 200 ms */
+		dd_gsi_answer_orphans();	/* within 200 ms */
 
 		for (i = 0; i < n; i++) {
 			struct dd_app *a = evs[i].data.ptr;
@@ -402,53 +405,121 @@ parse_args(int argc, char **argv, int *detach, const char **pidfile)
 	return 0;
 }
 
+/* Busy mode: lcore i (1 to the most queues a port has) runs queue i - 1
+ * of every port that has one. */
 static int
-port_start(void)
+lcore_run(void *arg)
+{
+	uint32_t qi = (uint32_t)rte_lcore_index(rte_lcore_id()) - 1, p;
+
+	(void)arg;
+	while (!__atomic_load_n(&dd.lcores_stop, __ATOMIC_ACQUIRE))
+		for (p = 0; p < dd.nb_ports; p++)
+			if (qi < dd.ports[p].nb_queues)
+				droce_port_progress(dd.ports[p].port, qi);
+	return 0;
+}
+
+static int
+port_open(struct dd_port *dp, uint32_t idx, const char *eal)
 {
 	struct droce_port_hooks hooks = {
-		.poll = dd_poll_hook, .sleep = dd_sleep_hook, .arg = &dd,
+		.poll = dd_poll_hook, .sleep = dd_sleep_hook, .arg = dp,
 	};
 	struct droce_port_conf pc;
+	static char own_eal[1024];
+	char sfx[8] = "";
+
+	if (idx > 0)
+		snprintf(sfx, sizeof(sfx), "_%u", idx);
+	dp->idx = idx;
+	dp->wake_fd = -1;
+	droce_conf_load_port(&dp->conf, idx);
+	if (dp->conf.devargs[0] == '\0') {
+		fprintf(stderr, "droced: no DPDK device: set DROCE_DEVARGS\n");
+		return -1;
+	}
+	if (dp->conf.queues > DROCE_CHAN_MAX_QUEUES) {
+		fprintf(stderr, "droced: DROCE_QUEUES%s=%u: at most %d\n", sfx,
+			dp->conf.queues, DROCE_CHAN_MAX_QUEUES);
+		return -1;
+	}
+	droce_conf_port(&dp->conf, &pc, dd.busy ? DROCE_PROGRESS_LCORES :
+		DROCE_PROGRESS_THREAD, own_eal, sizeof(own_eal));
+	if (dd.busy)
+		pc.eal_args = eal;	/* the lcores of every port */
+	dp->port = droce_port_open(&pc);
+	if (dp->port == NULL) {
+		/* EAL's arguments may be what DPDK refused */
+		fprintf(stderr, "droced: DROCE_DEVARGS%s=%s%s%s: cannot open "
+			"it: %s\n", sfx, dp->conf.devargs,
+			dd.conf.eal[0] ? " DROCE_EAL=" : "", dd.conf.eal,
+			strerror(errno));
+		return -1;
+	}
+	dp->dev = droce_port_dev(dp->port);
+	dp->nb_queues = dp->conf.queues;
+	droce_dev_set_async_cb(dp->dev, dd_async_cb, &dd);
+	droce_conf_add_neighbors(dp->port, &dp->conf);
+	droce_port_set_hooks(dp->port, &hooks);
+	dp->wake_fd = droce_port_wake_fd(dp->port);
+	return 0;
+}
+
+static void
+ports_close(void)
+{
+	uint32_t p;
+
+	__atomic_store_n(&dd.lcores_stop, 1, __ATOMIC_RELEASE);
+	if (dd.busy)
+		rte_eal_mp_wait_lcore();
+	for (p = 0; p < dd.nb_ports; p++) {
+		droce_conf_fault_report(dd.ports[p].port, &dd.ports[p].conf);
+		droce_port_close(dd.ports[p].port);
+	}
+	dd.nb_ports = 0;
+}
+
+static int
+ports_start(void)
+{
 	const char *poll = droce_conf_get("DROCE_POLL");
 	static char eal[1024];
+	uint32_t p, maxq = 1;
 	unsigned int lcore;
+	char err[160];
+	int n;
 
 	if (poll != NULL && strcmp(poll, "busy") != 0 && strcmp(poll, "idle") != 0) {
 		fprintf(stderr, "droced: DROCE_POLL=%s: want busy or idle\n", poll);
 		return -1;
 	}
 	dd.busy = poll == NULL || strcmp(poll, "busy") == 0;
-	if (dd.conf.devargs[0] == '\0') {
-		fprintf(stderr, "droced: no DPDK device: set DROCE_DEVARGS\n");
+	n = droce_conf_nb_ports(err, sizeof(err));
+	if (n == 0) {
+		fprintf(stderr, "droced: %s\n", err);
 		return -1;
 	}
-	if (dd.conf.queues > DROCE_CHAN_MAX_QUEUES) {
-		fprintf(stderr, "droced: DROCE_QUEUES=%u: at most %d\n",
-			dd.conf.queues, DROCE_CHAN_MAX_QUEUES);
-		return -1;
+	for (p = 0; p < (uint32_t)n; p++) {
+		struct droce_conf c;
+
+		droce_conf_load_port(&c, p);
+		if (c.queues > maxq)
+			maxq = c.queues;
 	}
-	droce_conf_port(&dd.conf, &pc, dd.busy ? DROCE_PROGRESS_LCORES :
-		DROCE_PROGRESS_THREAD, eal, sizeof(eal));
 	if (dd.busy)
-		busy_eal(eal, sizeof(eal), dd.conf.queues);
-	dd.port = droce_port_open(&pc);
-	if (dd.port == NULL) {
-		/* EAL's arguments may be what DPDK refused */
-		fprintf(stderr, "droced: DROCE_DEVARGS=%s%s%s: cannot open "
-			"it: %s\n", dd.conf.devargs,
-			dd.conf.eal[0] ? " DROCE_EAL=" : "", dd.conf.eal,
-			strerror(errno));
-		return -1;
+		busy_eal(eal, sizeof(eal), maxq);
+	for (p = 0; p < (uint32_t)n; p++) {
+		if (port_open(&dd.ports[p], p, eal) != 0) {
+			ports_close();
+			return -1;
+		}
+		dd.nb_ports++;
 	}
-	dd.dev = droce_port_dev(dd.port);
-	dd.nb_queues = dd.conf.queues;
-	droce_dev_set_async_cb(dd.dev, dd_async_cb, &dd);
-	droce_conf_add_neighbors(dd.port, &dd.conf);
-	droce_port_set_hooks(dd.port, &hooks);
-	dd.wake_fd = droce_port_wake_fd(dd.port);
 	if (dd.busy)
 		RTE_LCORE_FOREACH_WORKER(lcore)
-			rte_eal_remote_launch(droce_port_run, dd.port, lcore);
+			rte_eal_remote_launch(lcore_run, NULL, lcore);
 	return 0;
 }
 
@@ -458,12 +529,17 @@ main(int argc, char **argv)
 	const char *pidfile = NULL;
 	int detach = 0;
 	char err[640];
+	uint32_t p;
 
 	if (parse_args(argc, argv, &detach, &pidfile) != 0)
 		return 2;
 	/* every key, the drop-in's and droced's, before anything starts */
 	if (droce_conf_check(err, sizeof(err)) != 0) {
 		fprintf(stderr, "%s\n", err);
+		return 2;
+	}
+	if (droce_conf_nb_ports(err, sizeof(err)) == 0) {
+		fprintf(stderr, "droced: %s\n", err);
 		return 2;
 	}
 	droce_conf_load(&dd.conf);
@@ -486,24 +562,29 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	if (port_start() != 0)
+	if (ports_start() != 0)
 		return 1;
 	dd.listen_fd = listen_on(dd.sock_path);
 	if (dd.listen_fd < 0) {
-		droce_port_close(dd.port);
+		ports_close();
 		return 1;
 	}
-	if (dd_gsi_init() != 0)
-		DD_LOG(WARNING, "no QP1: the connection manager is not served");
+	for (p = 0; p < dd.nb_ports; p++) {
+		struct dd_port *dp = &dd.ports[p];
+
+		if (dd_gsi_init(dp) != 0)
+			DD_LOG(WARNING, "%s: no QP1: the connection manager is "
+				"not served", dp->conf.name);
+		DD_LOG(INFO, "%s on %s, %u queue(s)", dp->conf.name,
+			dp->conf.devargs, dp->nb_queues);
+	}
 	dd_telemetry_init();
-	DD_LOG(INFO, "%s on %s, %u queue(s), %s polling, listening on %s",
-		dd.conf.name, dd.conf.devargs, dd.nb_queues,
+	DD_LOG(INFO, "%u port(s), %s polling, listening on %s", dd.nb_ports,
 		dd.busy ? "busy" : "idle", dd.sock_path);
 	serve();
 	close(dd.listen_fd);
 	unlink(dd.sock_path);
-	droce_conf_fault_report(dd.port, &dd.conf);
-	droce_port_close(dd.port);
+	ports_close();
 	DD_LOG(INFO, "stopped");
 	return 0;
 }

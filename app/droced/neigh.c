@@ -25,6 +25,7 @@
 #define NEIGH_STEP_MS 100	/* how soon a stop is seen */
 
 struct neigh_job {
+	struct droce_port *port;	/* the session's */
 	uint32_t app_id;
 	uint8_t gid[16];
 	uint32_t ms;
@@ -83,7 +84,7 @@ job_run(void *arg)
 	while (!dd.stop && left > 0) {
 		uint32_t step = left < NEIGH_STEP_MS ? (uint32_t)left : NEIGH_STEP_MS;
 
-		if (droce_port_resolve(dd.port, j->gid, mac, step) == 0)
+		if (droce_port_resolve(j->port, j->gid, mac, step) == 0)
 			break;
 		left -= step;
 	}
@@ -115,12 +116,13 @@ dd_neigh_park(struct dd_app *a, const uint8_t *msg, uint32_t len, int *fds,
 	if (j == NULL)
 		return false;
 	if (request_gid(a, h, msg + sizeof(*h), j->gid, &j->ms) != 0 ||
-			droce_port_resolve(dd.port, j->gid, mac, 0) == 0 ||
+			droce_port_resolve(a->dp->port, j->gid, mac, 0) == 0 ||
 			(a->parked = malloc(len)) == NULL) {
 		free(j);
 		return false;	/* served now: no wait, or no room to park */
 	}
 	j->app_id = a->id;
+	j->port = a->dp->port;
 	memcpy(a->parked, msg, len);
 	a->parked_nfds = nfds;
 	for (i = 0; i < nfds; i++) {

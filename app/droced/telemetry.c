@@ -30,7 +30,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "reclaimed_qps", dd.reclaimed_qps);
 	rte_tel_data_add_dict_u64(d, "reclaimed_mrs", dd.reclaimed_mrs);
 	rte_tel_data_add_dict_u64(d, "refused_peers", dd.refused_peers);
-	if (dd.gsi != NULL) {
+	if (dd.ports[0].gsi != NULL) {
 		uint64_t rx, tx, dropped, rejected, listeners;
 
 		dd_gsi_stats(&rx, &tx, &dropped, &rejected, &listeners);

@@ -22,6 +22,7 @@
 /* What a device attached to droced is: where, and what HELLO said. */
 struct da_dev {
 	char path[108];
+	uint32_t port;		/* the daemon's port this device is */
 	struct droce_chan_hello_rep hello;
 };
 
@@ -103,7 +104,7 @@ da_attached(struct ibv_context *c)
 
 /* attach_ctl.c: devices, sessions, requests, the watcher */
 const char *da_daemon_path(char *buf, size_t len);
-int da_dev_probe(struct dv_device *d, const char *path);
+int da_dev_probe(struct dv_device *d, const char *path, uint32_t port);
 int da_open(struct dv_context *c);
 void da_close(struct dv_context *c);
 int da_rpc(struct da_ctx *a, uint32_t op, const void *req, void *rep,

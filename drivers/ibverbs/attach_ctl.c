@@ -152,22 +152,23 @@ da_rpc(struct da_ctx *a, uint32_t op, const void *req, void *rep,
 }
 
 static void
-hello_req(struct droce_chan_hello_req *r)
+hello_req(struct droce_chan_hello_req *r, uint32_t port)
 {
 	extern char *program_invocation_short_name;
 
 	memset(r, 0, sizeof(*r));
 	r->version = DROCE_CHAN_VERSION;
+	r->port = port;
 	snprintf(r->comm, sizeof(r->comm), "%s", program_invocation_short_name);
 }
 
 /*
- * The device droced offers, from a HELLO on a connection of its own
- * (ibv_devices and ibv_devinfo open no context for the list). 0, or -1
- * with one line on stderr naming the socket.
+ * The device droced offers as its port port, from a HELLO on a
+ * connection of its own (ibv_devices and ibv_devinfo open no context for
+ * the list). 0, or -1 with one line on stderr naming the socket.
  */
 int
-da_dev_probe(struct dv_device *d, const char *path)
+da_dev_probe(struct dv_device *d, const char *path, uint32_t port)
 {
 	struct droce_chan_hello_req r;
 	struct da_dev *att = calloc(1, sizeof(*att));
@@ -183,7 +184,7 @@ da_dev_probe(struct dv_device *d, const char *path)
 		free(att);
 		return -1;
 	}
-	hello_req(&r);
+	hello_req(&r, port);
 	rc = rpc_on(s, &seq, DROCE_OP_HELLO, &r, &att->hello, NULL, 0, fds,
 		&nfds);
 	close(s);
@@ -195,6 +196,7 @@ da_dev_probe(struct dv_device *d, const char *path)
 		return -1;
 	}
 	snprintf(att->path, sizeof(att->path), "%s", path);
+	att->port = port;
 	att->hello.name[sizeof(att->hello.name) - 1] = '\0';
 	snprintf(d->conf.name, sizeof(d->conf.name), "%s", att->hello.name);
 	memcpy(d->conf.mac, att->hello.mac, 6);
@@ -506,7 +508,7 @@ sess_start(struct dv_context *c, struct da_ctx *a)
 	a->sock = sock_connect(c->dev->att->path);
 	if (a->sock < 0)
 		return errno == ENOENT || errno == ECONNREFUSED ? ENODEV : errno;
-	hello_req(&r);
+	hello_req(&r, c->dev->att->port);
 	rc = rpc_on(a->sock, &a->seq, DROCE_OP_HELLO, &r, &a->hello, NULL, 0,
 		fds, &nfds);
 	if (rc != 0)

@@ -36,11 +36,64 @@ static struct dv_device *devices;
 static int nb_devices;
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 
+/* The verbs names and the GUID of a device whose conf and GID table are
+ * set. */
+static void
+dev_fill(struct dv_device *d)
+{
+	uint8_t *g;
+
+	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", d->conf.name);
+	/* UCX takes only a device whose /dev/infiniband/DEV_NAME is a char
+	 * device it may read and write (a kernel's uverbs node); droce has
+	 * none, and /dev/null is one anybody may open (doc/verbs.md, UCX) */
+	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "../null");
+	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
+		"/nonexistent/droce/%.48s", d->ibdev.name);
+	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
+		"/nonexistent/droce/%.48s", d->ibdev.name);
+	d->ibdev.node_type = IBV_NODE_CA;
+	d->ibdev.transport_type = IBV_TRANSPORT_IB;
+	g = d->gids[0].gid + 8;		/* node GUID = EUI-64 of the MAC */
+	memcpy(&d->guid, g, 8);
+}
+
+/*
+ * Attached: a device per port of the daemon (HELLO on port 0 says how
+ * many). The list is what could be probed; none if the daemon cannot be
+ * reached (said on stderr).
+ */
+static void
+devices_attached(struct dv_device *d, const char *path)
+{
+	struct dv_device *all;
+	uint32_t n, i;
+
+	if (da_dev_probe(d, path, 0) != 0)
+		return;
+	n = d->att->hello.nb_ports ? d->att->hello.nb_ports : 1;
+	all = n > 1 ? calloc(n, sizeof(*all)) : NULL;
+	if (all != NULL) {
+		all[0] = *d;
+		pthread_mutex_init(&all[0].lock, NULL);
+		free(d);
+		devices = all;
+	}
+	for (i = 1; all != NULL && i < n; i++) {
+		all[i].conf = all[0].conf;
+		pthread_mutex_init(&all[i].lock, NULL);
+		if (da_dev_probe(&all[i], path, i) != 0)
+			break;
+	}
+	nb_devices = all != NULL ? (int)i : 1;
+	for (i = 0; i < (uint32_t)nb_devices; i++)
+		dev_fill(&devices[i]);
+}
+
 static void
 devices_init(void)
 {
 	struct dv_device *d = calloc(1, sizeof(*d));
-	uint8_t *g;
 
 	if (d == NULL)
 		return;
@@ -56,23 +109,11 @@ devices_init(void)
 	droce_conf_load(&d->conf);
 	pthread_mutex_init(&d->lock, NULL);
 	devices = d;
-	/* attached: droced says what the device is; unreachable, none */
-	if (!d->conf_bad && da_daemon_path(path, sizeof(path)) != NULL &&
-			da_dev_probe(d, path) != 0)
+	/* attached: droced says what the devices are */
+	if (!d->conf_bad && da_daemon_path(path, sizeof(path)) != NULL) {
+		devices_attached(d, path);
 		return;
-	snprintf(d->ibdev.name, sizeof(d->ibdev.name), "%s", d->conf.name);
-	/* UCX takes only a device whose /dev/infiniband/DEV_NAME is a char
-	 * device it may read and write (a kernel's uverbs node); droce has
-	 * none, and /dev/null is one anybody may open (doc/verbs.md, UCX) */
-	snprintf(d->ibdev.dev_name, sizeof(d->ibdev.dev_name), "../null");
-	snprintf(d->ibdev.dev_path, sizeof(d->ibdev.dev_path),
-		"/nonexistent/droce/%.48s", d->ibdev.name);
-	snprintf(d->ibdev.ibdev_path, sizeof(d->ibdev.ibdev_path),
-		"/nonexistent/droce/%.48s", d->ibdev.name);
-	d->ibdev.node_type = IBV_NODE_CA;
-	d->ibdev.transport_type = IBV_TRANSPORT_IB;
-	if (d->att != NULL)
-		goto guid;	/* the daemon's GID table (da_dev_probe) */
+	}
 	/* GID table as rxe lays it out: link-local at 0, IPv4-mapped at 1;
 	 * droce puts a configured IPv6 address at 2 */
 	droce_gid_link_local(d->gids[0].gid, d->conf.mac);
@@ -85,9 +126,7 @@ devices_init(void)
 		memcpy(d->gids[2].gid, d->conf.ipv6, 16);
 		d->gids[2].valid = 1;
 	}
-guid:
-	g = d->gids[0].gid + 8;		/* node GUID = EUI-64 of the MAC */
-	memcpy(&d->guid, g, 8);
+	dev_fill(d);
 	nb_devices = 1;
 }
 

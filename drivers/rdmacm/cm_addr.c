@@ -128,27 +128,55 @@ rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	return rc;
 }
 
-/* A source for dst: the first device with a GID of dst's kind. */
+/* Leading bits a and b (16 bytes each) share. */
+static unsigned int
+common_bits(const uint8_t *a, const uint8_t *b)
+{
+	unsigned int n = 0, i;
+
+	for (i = 0; i < 16 && a[i] == b[i]; i++)
+		n += 8;
+	if (i < 16)
+		n += (unsigned int)__builtin_clz((unsigned int)(a[i] ^ b[i]) << 24);
+	return n;
+}
+
+/*
+ * A source for dst: of the devices' GIDs of dst's kind, the one sharing
+ * the longest prefix with it (droce has no routing table: a peer on a
+ * port's subnet is reached through that port), the first on a tie.
+ */
 static int
 pick_src(const struct sockaddr *dst, struct sockaddr_storage *src)
 {
 	uint8_t peer[16], gi;
+	unsigned int best_bits = 0, bits;
+	bool found = false;
 	union ibv_gid g;
 	struct cm_dev *d;
 
 	cm_sa_to_gid(dst, peer);
 	for (d = cm.devs; d != NULL; d = d->next) {
+		struct sockaddr_storage ss;
+
 		gi = cm_dev_gid_index(d, NULL, peer);
 		if (ibv_query_gid(d->verbs, d->port_num, gi, &g) != 0)
 			continue;
 		if (droce_gid_is_ipv4(g.raw, NULL) != droce_gid_is_ipv4(peer, NULL))
 			continue;
-		memset(src, 0, sizeof(*src));
-		cm_gid_to_sa(g.raw, 0, (struct sockaddr *)src);
-		if (src->ss_family != dst->sa_family)
+		memset(&ss, 0, sizeof(ss));
+		cm_gid_to_sa(g.raw, 0, (struct sockaddr *)&ss);
+		if (ss.ss_family != dst->sa_family)
 			continue;
-		return 0;
+		bits = common_bits(g.raw, peer);
+		if (!found || bits > best_bits) {
+			found = true;
+			best_bits = bits;
+			*src = ss;
+		}
 	}
+	if (found)
+		return 0;
 	errno = EADDRNOTAVAIL;
 	return -1;
 }

@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 
-#define DROCE_CHAN_VERSION 2	/* 2: XRC */
+#define DROCE_CHAN_VERSION 3	/* 2: XRC; 3: several ports */
 #define DROCE_CHAN_MAGIC 0x64726f63u		/* "droc" */
 
 /** Where droced listens unless DROCE_DAEMON names another socket. */
@@ -109,7 +109,7 @@ struct droce_chan_hdr {
  * (write 8 bytes when region->sleeping is set) or none in busy mode. */
 struct droce_chan_hello_req {
 	uint32_t version;
-	uint32_t pad;
+	uint32_t port;		/**< the daemon's port (its device) to use */
 	char comm[32];		/**< the program's name, for logs and telemetry */
 };
 
@@ -124,7 +124,7 @@ struct droce_chan_hello_rep {
 	/** The top byte of every CM communication ID and SIDR request ID
 	 * this application picks (the daemon routes CM MADs by it). */
 	uint8_t cm_prefix;
-	uint8_t pad;
+	uint8_t nb_ports;	/**< the daemon's ports: devices 0 to n-1 */
 	char name[64];		/**< device name */
 	struct {
 		uint8_t gid[16];

@@ -110,10 +110,29 @@ parse_mac(const char *s, uint8_t mac[6])
 	return 0;
 }
 
-static void
-copy_key(char *dst, size_t len, const char *key)
+/* key for port (port 0: key itself, port N: key_N); inherit: port N
+ * takes port 0's value where key_N is unset (not for what names or
+ * addresses a port) */
+static const char *
+port_get(const char *key, unsigned int port, int inherit)
 {
-	const char *v = droce_conf_get(key);
+	char k[64];
+	const char *v;
+
+	if (port == 0)
+		return droce_conf_get(key);
+	snprintf(k, sizeof(k), "%s_%u", key, port);
+	v = droce_conf_get(k);
+	if ((v == NULL || v[0] == '\0') && inherit)
+		v = droce_conf_get(key);
+	return v;
+}
+
+static void
+copy_key(char *dst, size_t len, const char *key, unsigned int port,
+		int inherit)
+{
+	const char *v = port_get(key, port, inherit);
 
 	if (v != NULL)
 		snprintf(dst, len, "%s", v);
@@ -122,36 +141,65 @@ copy_key(char *dst, size_t len, const char *key)
 void
 droce_conf_load(struct droce_conf *c)
 {
+	droce_conf_load_port(c, 0);
+}
+
+int
+droce_conf_nb_ports(char *err, size_t len)
+{
+	unsigned int n = 1, i;
+	const char *v;
+
+	for (i = 1; i < DROCE_CONF_MAX_PORTS; i++) {
+		v = port_get("DROCE_DEVARGS", i, 0);
+		if (v != NULL && v[0] != '\0')
+			n = i + 1;
+	}
+	for (i = 1; i < n; i++) {
+		v = port_get("DROCE_DEVARGS", i, 0);
+		if (v == NULL || v[0] == '\0') {
+			snprintf(err, len, "DROCE_DEVARGS_%u is set but not "
+				"DROCE_DEVARGS_%u: ports are numbered from 1 "
+				"without gaps", n - 1, i);
+			return 0;
+		}
+	}
+	return (int)n;
+}
+
+void
+droce_conf_load_port(struct droce_conf *c, unsigned int port)
+{
 	const char *v;
 	struct in_addr a;
 
 	memset(c, 0, sizeof(*c));
-	snprintf(c->name, sizeof(c->name), "droce0");
-	copy_key(c->name, sizeof(c->name), "DROCE_NAME");
-	copy_key(c->devargs, sizeof(c->devargs), "DROCE_DEVARGS");
-	copy_key(c->eal, sizeof(c->eal), "DROCE_EAL");
-	copy_key(c->fault, sizeof(c->fault), "DROCE_FAULT");
-	copy_key(c->fault_tx, sizeof(c->fault_tx), "DROCE_FAULT_TX");
-	copy_key(c->neigh, sizeof(c->neigh), "DROCE_NEIGH");
+	snprintf(c->name, sizeof(c->name), "droce%u", port);
+	copy_key(c->name, sizeof(c->name), "DROCE_NAME", port, 0);
+	copy_key(c->devargs, sizeof(c->devargs), "DROCE_DEVARGS", port, 0);
+	copy_key(c->eal, sizeof(c->eal), "DROCE_EAL", 0, 0);
+	copy_key(c->fault, sizeof(c->fault), "DROCE_FAULT", port, 1);
+	copy_key(c->fault_tx, sizeof(c->fault_tx), "DROCE_FAULT_TX", port, 1);
+	copy_key(c->neigh, sizeof(c->neigh), "DROCE_NEIGH", port, 0);
 	/* droce_conf_check refuses what is malformed; empty is unset */
-	v = droce_conf_get("DROCE_QUEUES");
+	v = port_get("DROCE_QUEUES", port, 1);
 	c->queues = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 1;
 	if (c->queues == 0)
 		c->queues = 1;
-	v = droce_conf_get("DROCE_ZERO_COPY");
+	v = port_get("DROCE_ZERO_COPY", port, 1);
 	c->zc_min = v == NULL || v[0] == '\0' || strcmp(v, "auto") == 0 ?
 		DROCE_ZC_AUTO : strcmp(v, "off") == 0 ||
 		strtoul(v, NULL, 10) == 0 ? DROCE_ZC_OFF :
 		(uint32_t)strtoul(v, NULL, 10);
-	v = droce_conf_get("DROCE_IPV6");
+	v = port_get("DROCE_IPV6", port, 0);
 	if (v != NULL && inet_pton(AF_INET6, v, c->ipv6) == 1)
 		c->has_ipv6 = 1;
-	v = droce_conf_get("DROCE_IPV4");
+	v = port_get("DROCE_IPV4", port, 0);
 	if (v != NULL && inet_pton(AF_INET, v, &a) == 1)
 		c->ipv4 = ntohl(a.s_addr);
-	if (parse_mac(droce_conf_get("DROCE_MAC"), c->mac) != 0) {
+	if (parse_mac(port_get("DROCE_MAC", port, 0), c->mac) != 0) {
 		/* locally administered, unique per address */
-		uint32_t v4 = c->ipv4 ? c->ipv4 : 1;
+		uint32_t v4 = c->ipv4 ? c->ipv4 : 1 + port;
 
 		c->mac[0] = 0x02;
 		c->mac[1] = 0x00;
@@ -160,7 +208,7 @@ droce_conf_load(struct droce_conf *c)
 		c->mac[4] = (uint8_t)(v4 >> 8);
 		c->mac[5] = (uint8_t)v4;
 	}
-	v = droce_conf_get("DROCE_MTU");
+	v = port_get("DROCE_MTU", port, 1);
 	c->mtu = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 1500;
 	v = droce_conf_get("DROCE_RXE_FLUSH_ICRC");
 	c->rxe_flush_icrc = v != NULL && strcmp(v, "1") == 0;

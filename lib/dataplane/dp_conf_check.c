@@ -184,7 +184,7 @@ droce_conf_usage(FILE *f, unsigned int sets)
 }
 
 static const struct ck_key *
-ck_find(const char *key, size_t kl)
+ck_find_exact(const char *key, size_t kl)
 {
 	size_t i;
 
@@ -192,6 +192,26 @@ ck_find(const char *key, size_t kl)
 		if (strlen(ck_keys[i].key) == kl &&
 				strncmp(ck_keys[i].key, key, kl) == 0)
 			return &ck_keys[i];
+	return NULL;
+}
+
+/* A key, or a port's key with its index (DROCE_IPV4_1: droced's second
+ * port, droce_conf_load_port), checked as the key itself. */
+static const struct ck_key *
+ck_find(const char *key, size_t kl)
+{
+	const struct ck_key *k = ck_find_exact(key, kl);
+	static const char *const per_port[] = { DROCE_CONF_PORT_KEYS };
+	size_t i;
+
+	if (k != NULL || kl < 3 || key[kl - 2] != '_' ||
+			key[kl - 1] < '1' ||
+			key[kl - 1] >= '0' + DROCE_CONF_MAX_PORTS)
+		return k;
+	for (i = 0; i < sizeof(per_port) / sizeof(per_port[0]); i++)
+		if (strlen(per_port[i]) == kl - 2 &&
+				strncmp(per_port[i], key, kl - 2) == 0)
+			return ck_find_exact(key, kl - 2);
 	return NULL;
 }
 

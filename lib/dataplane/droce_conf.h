@@ -84,6 +84,26 @@ int droce_conf_check(char *err, size_t len);
 #define DROCE_KEYS_DAEMON	4u	/* droced */
 #define DROCE_KEYS_SCRIPT	8u	/* droce.sh's: accepted, never read */
 
+/**
+ * droced's ports: port 0 reads the keys above, port N (1 to
+ * DROCE_CONF_MAX_PORTS - 1) the same keys with "_N" (DROCE_DEVARGS_1,
+ * DROCE_IPV4_1, ...). A port has a DROCE_DEVARGS_N of its own; its
+ * DROCE_QUEUES_N, DROCE_MTU_N, DROCE_ZERO_COPY_N and DROCE_FAULT(_TX)_N
+ * default to port 0's values, its name to droceN, its addresses to none.
+ */
+#define DROCE_CONF_MAX_PORTS 4
+#define DROCE_CONF_PORT_KEYS "DROCE_NAME", "DROCE_DEVARGS", "DROCE_QUEUES", \
+	"DROCE_IPV4", "DROCE_IPV6", "DROCE_MAC", "DROCE_MTU", "DROCE_NEIGH", \
+	"DROCE_FAULT", "DROCE_FAULT_TX", "DROCE_ZERO_COPY"
+
+/** Port port's keys into c (droce_conf_load for port 0). */
+void droce_conf_load_port(struct droce_conf *c, unsigned int port);
+
+/** How many ports the keys configure: 1 + the last N with
+ * DROCE_DEVARGS_N set, each before it set too (else 0 and err says
+ * which is missing). */
+int droce_conf_nb_ports(char *err, size_t len);
+
 /** Print the keys read by any of sets, each with its value's shape and
  * what it does, two lines a key (help texts and man pages). */
 void droce_conf_usage(FILE *f, unsigned int sets);

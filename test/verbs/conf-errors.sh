@@ -140,4 +140,10 @@ daemon_refused DROCE_POLL=sometimes '^droce: DROCE_POLL=sometimes: want busy or 
 daemon_refused DROCE_TYPO=1 '^droce: DROCE_TYPO=1: unknown key'
 daemon_refused DROCE_APP_MAX_QP=0 '^droce: DROCE_APP_MAX_QP=0: want a number from 1 to 65536'
 daemon_refused DROCE_IPV4=300.1.1.1 '^droce: DROCE_IPV4=300\.1\.1\.1: want an IPv4'
+# a second port's keys: checked as the key itself, named with the port's
+# number; past the last port a key is unknown
+daemon_refused DROCE_MTU_1=abc '^droce: DROCE_MTU_1=abc: want a number'
+daemon_refused DROCE_IPV4_2=10.9.9 '^droce: DROCE_IPV4_2=10\.9\.9: want an IPv4'
+daemon_refused DROCE_DEVARGS_4=net_ring4 '^droce: DROCE_DEVARGS_4=net_ring4: unknown key'
+daemon_refused DROCE_POLL_1=busy '^droce: DROCE_POLL_1=busy: unknown key'
 exit $fail
