@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include "chan_session.h"
 
@@ -233,6 +234,43 @@ isolation(struct side *a, struct side *b, const char *path_a, const char *path_b
 	cs_close(&y.s);
 	(void)b;
 	printf("isolation: ok\n");
+}
+
+/*
+ * HELLO binds a session to one port, once: a second HELLO (to move to
+ * another port's objects) and a HELLO to a port the daemon does not have
+ * are refused, and the session keeps working on its own port.
+ */
+static void
+hello_abuse(const char *path)
+{
+	struct droce_chan_hello_req r = { .version = DROCE_CHAN_VERSION };
+	struct droce_chan_hello_rep rep;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct cs s, t;
+	uint32_t pd;
+	int rc;
+
+	CHECK(cs_open(&s, path) == 0, "open");
+	r.port = 0;
+	rc = cs_rpc(&s, DROCE_OP_HELLO, &r, &rep, NULL, 0, NULL, NULL);
+	CHECK(rc == -EPROTO, "a second HELLO: %d, want -EPROTO", rc);
+	CHECK(cs_pd(&s, &pd) == 0, "the session after a second HELLO");
+	cs_close(&s);
+	/* a fresh session naming port 200 of a one-port daemon */
+	memset(&t, 0, sizeof(t));
+	t.async_fd = t.wake_fd = -1;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	t.sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK(t.sock >= 0 && connect(t.sock, (struct sockaddr *)&sa,
+		sizeof(sa)) == 0, "connect");
+	r.port = 200;
+	rc = cs_rpc(&t, DROCE_OP_HELLO, &r, &rep, NULL, 0, NULL, NULL);
+	CHECK(rc == -ENODEV, "HELLO to port 200: %d, want -ENODEV", rc);
+	rc = cs_rpc(&t, DROCE_OP_ALLOC_PD, NULL, &rep, NULL, 0, NULL, NULL);
+	CHECK(rc == -EPROTO, "a request without a HELLO that took: %d", rc);
+	close(t.sock);
+	printf("hello abuse: ok\n");
 }
 
 /*
@@ -527,6 +565,7 @@ main(int argc, char **argv)
 	atomic_write_chan(argv[1], &a, &b);
 	refused_in_order(argv[1], &b);
 	neighbour_aside(argv[1]);
+	hello_abuse(argv[1]);
 	scribble(argv[1], &b);
 	/* the daemon is alive and the pair unharmed */
 	{
