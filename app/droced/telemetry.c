@@ -30,6 +30,7 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "reclaimed_qps", dd.reclaimed_qps);
 	rte_tel_data_add_dict_u64(d, "reclaimed_mrs", dd.reclaimed_mrs);
 	rte_tel_data_add_dict_u64(d, "refused_peers", dd.refused_peers);
+	rte_tel_data_add_dict_u64(d, "ports", dd.nb_ports);
 	if (dd.ports[0].gsi != NULL) {
 		uint64_t rx, tx, dropped, rejected, listeners;
 
@@ -69,6 +70,12 @@ app_dict(struct rte_tel_data *d, const struct dd_app *a)
 	rte_tel_data_add_dict_int(d, "pid", (int)a->pid);
 	rte_tel_data_add_dict_u64(d, "uid", a->uid);
 	rte_tel_data_add_dict_string(d, "comm", a->comm);
+	{
+		const struct dd_port *dp = __atomic_load_n(&a->dp, __ATOMIC_ACQUIRE);
+
+		/* the device its session is on; "" before its HELLO */
+		rte_tel_data_add_dict_string(d, "port", dp != NULL ? dp->conf.name : "");
+	}
 	rte_tel_data_add_dict_u64(d, "pds", a->pds.n);
 	rte_tel_data_add_dict_u64(d, "mrs", a->mrs.n);
 	rte_tel_data_add_dict_u64(d, "mr_bytes", st->mr_bytes);

@@ -149,7 +149,18 @@ if [ $cms -ne 0 ] && [ $cmrs -ne 0 ] || [ $cmc -ne 0 ] ||
 fi
 
 echo "== ${SECONDS}s: counters"
-# each port carried frames of its own
+# each port carried frames of its own; the daemon counts two ports
+ports=$(/usr/bin/python3 - "/var/run/dpdk/d2a$tag/dpdk_telemetry.v2" <<'PY' 2>/dev/null
+import json, socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.recv(12288)
+s.send(b"/droced/stats")
+print(json.loads(s.recv(65536))["/droced/stats"]["ports"])
+PY
+)
+echo "A's /droced/stats ports: ${ports:-unread}"
+[ "${ports:-0}" = 2 ] || { echo "FAIL: /droced/stats ports"; fail=1; }
 for n in 0 1; do
 	rx=$(/usr/bin/python3 - "/var/run/dpdk/d2a$tag/dpdk_telemetry.v2" $n <<'PY' 2>/dev/null
 import json, socket, sys
