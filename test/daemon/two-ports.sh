@@ -58,18 +58,25 @@ start() {
 		"DROCE_DAEMON=$work/$1.sock" "DROCE_EAL=--file-prefix d2$1$tag" \
 		DROCE_POLL=idle > "$work/droced-$1.log" 2>&1 &
 }
+# wait_sockets TENTHS PATH...: until every PATH is a socket, at most
+# TENTHS tenths of a second
+wait_sockets() {
+	local n=$1 f all
+	shift
+	for _ in $(seq "$n"); do
+		all=1
+		for f in "$@"; do [ -S "$f" ] || all=; done
+		[ -n "$all" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
 start a server 1
 dpa=$!
-for _ in $(seq 100); do
-	[ -S "$work/m0.sock" ] && [ -S "$work/m1.sock" ] && break
-	sleep 0.1
-done
+wait_sockets 100 "$work/m0.sock" "$work/m1.sock"
 start b client 2
 dpb=$!
-for _ in $(seq 300); do
-	[ -S "$work/a.sock" ] && [ -S "$work/b.sock" ] && break
-	sleep 0.1
-done
+wait_sockets 300 "$work/a.sock" "$work/b.sock"
 
 A=(DROCE_DAEMON=$work/a.sock)
 B=(DROCE_DAEMON=$work/b.sock)
