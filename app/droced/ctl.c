@@ -85,7 +85,6 @@ hello_fill(struct req_ctx *c)
 	p->port_attr.link_layer = IBV_LINK_LAYER_ETHERNET;
 }
 
-
 static int
 op_hello(struct req_ctx *c)
 {

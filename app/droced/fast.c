@@ -618,13 +618,14 @@ dd_sleep_hook(void *arg, int sleeping)
 		if (__atomic_load_n(&dd.apps[i]->dp, __ATOMIC_ACQUIRE) == dp)
 			__atomic_store_n(&dd.apps[i]->region->sleeping,
 				(uint32_t)sleeping, __ATOMIC_SEQ_CST);
-	for (i = 0; sleeping && !pending && i < dd.nb_apps; i++)
-		for (q = 0; q < dp->nb_queues &&
-				__atomic_load_n(&dd.apps[i]->dp, __ATOMIC_ACQUIRE) == dp;
-				q++)
+	for (i = 0; sleeping && !pending && i < dd.nb_apps; i++) {
+		if (__atomic_load_n(&dd.apps[i]->dp, __ATOMIC_ACQUIRE) != dp)
+			continue;
+		for (q = 0; q < dp->nb_queues; q++)
 			if (__atomic_load_n(&dd.apps[i]->db[q]->prod,
 					__ATOMIC_SEQ_CST) != dd.apps[i]->db_cons[q])
 				pending = 1;
+	}
 	pthread_mutex_unlock(&dd.apps_lock);
 	return pending;
 }

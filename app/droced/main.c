@@ -481,27 +481,21 @@ ports_close(void)
 	dd.nb_ports = 0;
 }
 
+/* The n ports droce_conf_nb_ports counted. */
 static int
-ports_start(void)
+ports_start(uint32_t n)
 {
 	const char *poll = droce_conf_get("DROCE_POLL");
 	static char eal[1024];
 	uint32_t p, maxq = 1;
 	unsigned int lcore;
-	char err[160];
-	int n;
 
 	if (poll != NULL && strcmp(poll, "busy") != 0 && strcmp(poll, "idle") != 0) {
 		fprintf(stderr, "droced: DROCE_POLL=%s: want busy or idle\n", poll);
 		return -1;
 	}
 	dd.busy = poll == NULL || strcmp(poll, "busy") == 0;
-	n = droce_conf_nb_ports(err, sizeof(err));
-	if (n == 0) {
-		fprintf(stderr, "droced: %s\n", err);
-		return -1;
-	}
-	for (p = 0; p < (uint32_t)n; p++) {
+	for (p = 0; p < n; p++) {
 		struct droce_conf c;
 
 		droce_conf_load_port(&c, p);
@@ -510,7 +504,7 @@ ports_start(void)
 	}
 	if (dd.busy)
 		busy_eal(eal, sizeof(eal), maxq);
-	for (p = 0; p < (uint32_t)n; p++) {
+	for (p = 0; p < n; p++) {
 		if (port_open(&dd.ports[p], p, eal) != 0) {
 			ports_close();
 			return -1;
@@ -530,6 +524,7 @@ main(int argc, char **argv)
 	int detach = 0;
 	char err[640];
 	uint32_t p;
+	int nb_ports;
 
 	if (parse_args(argc, argv, &detach, &pidfile) != 0)
 		return 2;
@@ -538,7 +533,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "%s\n", err);
 		return 2;
 	}
-	if (droce_conf_nb_ports(err, sizeof(err)) == 0) {
+	nb_ports = droce_conf_nb_ports(err, sizeof(err));
+	if (nb_ports == 0) {
 		fprintf(stderr, "droced: %s\n", err);
 		return 2;
 	}
@@ -562,7 +558,7 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
-	if (ports_start() != 0)
+	if (ports_start((uint32_t)nb_ports) != 0)
 		return 1;
 	dd.listen_fd = listen_on(dd.sock_path);
 	if (dd.listen_fd < 0) {
