@@ -86,6 +86,7 @@ struct dp_queue {
 	uint64_t rx_bursts, tx_bursts;	/* PMD calls that moved frames */
 	volatile int kicked;
 	volatile uint64_t app_poll_tsc;	/* last inline progress by the app */
+	volatile int handed_off;	/* droce_port_handoff since the nap */
 	volatile uint64_t last_tx_ns;	/* the last burst handed to the PMD */
 	/* net_af_packet's TX ring kick (dp_queue_tx_kick) */
 	uint64_t kick_seen, kick_until, kick_next, kicks;
@@ -142,6 +143,9 @@ struct droce_port {
 	volatile int loopback;
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
 	volatile int sleeping;
+	/* the thread naps longer than DP_DRIVE_NAP_MIN_US beside a polling
+	 * application: a hand-off must wake it */
+	volatile int long_nap;
 	/* the owner's code in each pass (droce_port_set_hooks) */
 	struct droce_port_hooks hooks;
 	int spare_cpu;			/* the thread can spin on a CPU of its own */
