@@ -115,7 +115,7 @@ static const struct ck_key ck_keys[] = {
 		"the socket's permissions, octal: who may attach (0660)" },
 	{ "DROCE_POLL", CK_WORDS, 0, 0, "busy|idle", 0, DAEMON, "busy|idle",
 		"busy: an lcore per queue spins; idle: the progress thread "
-		"naps up to 100 us when idle (busy)" },
+		"naps up to 1 ms when idle (busy)" },
 	{ "DROCE_LCORES", CK_STR, 0, 255, NULL, 0, DAEMON, "LIST",
 		"busy mode: EAL's --lcores, main lcore first" },
 	{ "DROCE_APP_MAX_QP", CK_NUM, 1, 65536, NULL, 0, DAEMON, "N",
