@@ -253,7 +253,7 @@ droce_port_handoff(struct droce_port *p, uint32_t q)
 	p->q[q].handed_off = 1;
 	rte_smp_mb();
 	if (p->long_nap)
-		droce_port_kick(p, q);
+		droce_port_kick(p, q);	/* also ends the queue's window */
 }
 
 int
@@ -496,7 +496,7 @@ static void *
 progress_thread(void *arg)
 {
 	struct droce_port *p = arg;
-	uint64_t app_window, app_recent_window, last_work = 0;
+	uint64_t app_window, app_recent_window, app_short_window, last_work = 0;
 	uint32_t i, nap = DP_DRIVE_NAP_MIN_US;
 
 	/* short sleeps must stay short: 1 us of timer slack, not 50 */
@@ -506,7 +506,7 @@ progress_thread(void *arg)
 	if (rte_thread_register() != 0)
 		DP_LOG(DEBUG, "progress thread without an lcore id: %s",
 			rte_strerror(rte_errno));
-	app_window = rte_get_tsc_hz() / 50000;	/* 20 us */
+	app_short_window = rte_get_tsc_hz() / 50000;	/* 20 us */
 	app_recent_window = rte_get_tsc_hz() / 500;	/* 2 ms */
 
 	while (!p->stop) {
@@ -514,6 +514,21 @@ progress_thread(void *arg)
 		uint32_t app_driven = 0, app_recent = 0;
 		uint64_t now = droce_now_ns();
 		uint64_t tsc = rte_rdtsc();
+
+		/*
+		 * A queue the application polled within the window is left
+		 * to it: 20 us, and on few CPUs 2 ms while it polls without
+		 * hand-offs (the naps beside it grew: a bandwidth loop).
+		 * There, an application polled further apart was preempted,
+		 * and a thread that did its passes meanwhile (20 us naps)
+		 * often kept both applications of a 64 B ib_send_bw on one
+		 * CPU and itself on the other: half the rate in half the
+		 * runs. Where hand-offs come often (a latency loop), the
+		 * short window served ib_write_lat better (37 us typical
+		 * against 53).
+		 */
+		app_window = p->spare_cpu || nap <= DP_DRIVE_NAP_MIN_US ?
+			app_short_window : app_recent_window;
 
 		for (i = 0; i < p->nb_queues; i++) {
 			struct dp_queue *q = &p->q[i];
@@ -555,6 +570,7 @@ progress_thread(void *arg)
 			 * (soon where it has CPUs to spare: the nap is then
 			 * the delay before the thread takes a handed-off
 			 * queue, and costs no application a core) */
+			last_work = now;	/* not idle: it has traffic */
 			drive_nap(p, &nap);
 			continue;
 		}
