@@ -87,6 +87,7 @@ struct dp_queue {
 	volatile int kicked;
 	volatile uint64_t app_poll_tsc;	/* last inline progress by the app */
 	volatile int handed_off;	/* droce_port_handoff since the nap */
+	volatile uint64_t handoff_tsc;	/* the last droce_port_handoff */
 	volatile uint64_t last_tx_ns;	/* the last burst handed to the PMD */
 	/* net_af_packet's TX ring kick (dp_queue_tx_kick) */
 	uint64_t kick_seen, kick_until, kick_next, kicks;

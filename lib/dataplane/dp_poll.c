@@ -251,6 +251,7 @@ droce_port_handoff(struct droce_port *p, uint32_t q)
 	 * loop ended) wakes the thread, once.
 	 */
 	p->q[q].handed_off = 1;
+	p->q[q].handoff_tsc = rte_rdtsc();
 	rte_smp_mb();
 	if (p->long_nap)
 		droce_port_kick(p, q);	/* also ends the queue's window */
@@ -518,20 +519,23 @@ progress_thread(void *arg)
 		/*
 		 * A queue the application polled within the window is left
 		 * to it: 20 us, and on few CPUs 2 ms while it polls without
-		 * hand-offs (the naps beside it grew: a bandwidth loop).
+		 * hand-offs (none in the last 2 ms: a bandwidth loop).
 		 * There, an application polled further apart was preempted,
 		 * and a thread that did its passes meanwhile (20 us naps)
 		 * often kept both applications of a 64 B ib_send_bw on one
 		 * CPU and itself on the other: half the rate in half the
 		 * runs. Where hand-offs come often (a latency loop), the
 		 * short window served ib_write_lat better (37 us typical
-		 * against 53).
+		 * against 53). Keyed on the naps' length at first, the long
+		 * window came too late in slow runs: 0.83 M msgs/s against
+		 * 2.41 keyed on the last hand-off (A/B, medians of four).
 		 */
-		app_window = p->spare_cpu || nap <= DP_DRIVE_NAP_MIN_US ?
-			app_short_window : app_recent_window;
-
 		for (i = 0; i < p->nb_queues; i++) {
 			struct dp_queue *q = &p->q[i];
+
+			app_window = p->spare_cpu ||
+				tsc - q->handoff_tsc < app_recent_window ?
+				app_short_window : app_recent_window;
 
 			if (!q->kicked && tsc - q->app_poll_tsc < app_recent_window)
 				app_recent++;
