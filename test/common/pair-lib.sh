@@ -31,3 +31,21 @@ expect_all() {
 	done
 	return $rc
 }
+
+# free_port: a TCP port on loopback that nothing uses now, for a program's
+# own side channel
+free_port() {
+	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# wait_listen PORT PID [TENTHS]: until something listens on TCP PORT (0),
+# PID is gone or TENTHS tenths of a second passed (300: 30 s) (1)
+wait_listen() {
+	local port=$1 pid=$2 n=${3:-300} i
+	for ((i = 0; i < n; i++)); do
+		ss -ltn 2>/dev/null | grep -q "[:.]$port " && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}

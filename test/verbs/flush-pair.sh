@@ -56,17 +56,13 @@ fi
 # the crash: the server is killed, so verbs-pair.sh's "both exit 0" does
 # not apply; the same set-up by hand
 sock="$work/memif.sock"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 timeout -k 5 240 "$run" DROCE_MTU=1500 \
 	"DROCE_DEVARGS=net_memif0,role=server,socket=$sock" DROCE_IPV4=10.9.0.1 \
 	"$work/flush_pair" -g 1 -D -p "$port" -f "$work/mr.file" "$@" \
 	> "$work/server.log" 2>&1 &
 srv_pid=$!
-for _ in $(seq 1 200); do
-	ss -ltn 2>/dev/null | grep -q "[:.]$port " && break
-	kill -0 "$srv_pid" 2>/dev/null || break
-	sleep 0.1
-done
+wait_listen "$port" "$srv_pid" 200
 timeout -k 5 240 "$run" DROCE_MTU=1500 \
 	"DROCE_DEVARGS=net_memif0,role=client,socket=$sock" DROCE_IPV4=10.9.0.2 \
 	"$work/flush_pair" -g 1 -D -p "$port" -k "$@" 127.0.0.1 \

@@ -27,15 +27,10 @@ if [ -n "$droced" ]; then
 	daemons_start "$droced" "$work"
 	env=("DROCE_DAEMON=$work/a.sock")
 fi
-port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$run" "${env[@]}" ibv_rc_pingpong -e -g 1 -p "$port" > "$work/app.log" 2>&1 &
 pid=$!
-for _ in $(seq 1 300); do
-	ss -ltn 2>/dev/null | grep -q "[:.]$port " && break
-	kill -0 "$pid" 2>/dev/null || break
-	sleep 0.1
-done
-ss -ltn 2>/dev/null | grep -q "[:.]$port " ||
+wait_listen "$port" "$pid" ||
 	{ echo "ibv_rc_pingpong did not listen"; cat "$work/app.log"; exit 1; }
 sleep 1		# past the start-up's own work
 ticks() {	# utime + stime of a process, all its threads, in clock ticks
