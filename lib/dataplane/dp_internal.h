@@ -88,6 +88,8 @@ struct dp_queue {
 	volatile uint64_t app_poll_tsc;	/* last inline progress by the app */
 	volatile int handed_off;	/* droce_port_handoff since the nap */
 	volatile uint64_t handoff_tsc;	/* the last droce_port_handoff */
+	/* the application came back 20 us or more after a hand-off */
+	volatile uint64_t away_tsc;
 	volatile uint64_t last_tx_ns;	/* the last burst handed to the PMD */
 	/* net_af_packet's TX ring kick (dp_queue_tx_kick) */
 	uint64_t kick_seen, kick_until, kick_next, kicks;
@@ -147,6 +149,7 @@ struct droce_port {
 	/* the thread naps longer than DP_DRIVE_NAP_MIN_US beside a polling
 	 * application: a hand-off must wake it */
 	volatile int long_nap;
+	uint64_t away_tsc;		/* what counts as away (20 us) */
 	/* the owner's code in each pass (droce_port_set_hooks) */
 	struct droce_port_hooks hooks;
 	int spare_cpu;			/* the thread can spin on a CPU of its own */

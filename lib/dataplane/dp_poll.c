@@ -312,10 +312,18 @@ droce_port_lock(struct droce_port *p, uint32_t q)
 void
 droce_port_lock_driving(struct droce_port *p, uint32_t q)
 {
+	struct dp_queue *dq = &p->q[q];
+	uint64_t tsc = rte_rdtsc();
+
+	/* back after a hand-off: was it away (waiting on memory, a latency
+	 * loop) or back at once (its sends drained between two posts)? */
+	if (unlikely(dq->handoff_tsc > dq->app_poll_tsc) &&
+			tsc - dq->handoff_tsc > p->away_tsc)
+		dq->away_tsc = tsc;
 	/* the application drives this queue: the thread keeps off it, also
 	 * while we wait for the lock it holds */
-	p->q[q].app_poll_tsc = rte_rdtsc();
-	queue_lock(&p->q[q]);
+	dq->app_poll_tsc = tsc;
+	queue_lock(dq);
 }
 
 void
@@ -508,6 +516,7 @@ progress_thread(void *arg)
 		DP_LOG(DEBUG, "progress thread without an lcore id: %s",
 			rte_strerror(rte_errno));
 	app_short_window = rte_get_tsc_hz() / 50000;	/* 20 us */
+	p->away_tsc = app_short_window;
 	app_recent_window = rte_get_tsc_hz() / 500;	/* 2 ms */
 
 	while (!p->stop) {
@@ -518,23 +527,27 @@ progress_thread(void *arg)
 
 		/*
 		 * A queue the application polled within the window is left
-		 * to it: 20 us, and on few CPUs 2 ms while it polls without
-		 * hand-offs (none in the last 2 ms: a bandwidth loop).
-		 * There, an application polled further apart was preempted,
-		 * and a thread that did its passes meanwhile (20 us naps)
-		 * often kept both applications of a 64 B ib_send_bw on one
-		 * CPU and itself on the other: half the rate in half the
-		 * runs. Where hand-offs come often (a latency loop), the
-		 * short window served ib_write_lat better (37 us typical
-		 * against 53). Keyed on the naps' length at first, the long
-		 * window came too late in slow runs: 0.83 M msgs/s against
-		 * 2.41 keyed on the last hand-off (A/B, medians of four).
+		 * to it: 20 us, and on few CPUs 2 ms unless it is in a
+		 * latency loop (it handed the queue off and has not been
+		 * back, or came back from one 20 us or more later within the
+		 * last 2 ms). In a bandwidth loop, an application polled
+		 * further apart was preempted, and a thread that did its
+		 * passes meanwhile (20 us naps) often kept both applications
+		 * of a 64 B ib_send_bw on one CPU and itself on the other:
+		 * half the rate in half the runs. In a latency loop the short
+		 * window served ib_write_lat better (34 us typical against
+		 * 49). A/B, medians of four: 64 B ib_send_bw 0.83 -> 2.41 M
+		 * msgs/s with any hand-off in 2 ms counting as a latency
+		 * loop, and 64 B ib_write_bw 2.09 -> 2.94 once its
+		 * occasional drains (the application back at once) stopped
+		 * counting.
 		 */
 		for (i = 0; i < p->nb_queues; i++) {
 			struct dp_queue *q = &p->q[i];
 
 			app_window = p->spare_cpu ||
-				tsc - q->handoff_tsc < app_recent_window ?
+				q->handoff_tsc > q->app_poll_tsc ||
+				tsc - q->away_tsc < app_recent_window ?
 				app_short_window : app_recent_window;
 
 			if (!q->kicked && tsc - q->app_poll_tsc < app_recent_window)
