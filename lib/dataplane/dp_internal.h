@@ -149,7 +149,7 @@ struct droce_port {
 	/* the thread naps longer than DP_DRIVE_NAP_MIN_US beside a polling
 	 * application: a hand-off must wake it */
 	volatile int long_nap;
-	uint64_t away_tsc;		/* what counts as away (20 us) */
+	uint64_t away_cycles;		/* what counts as away (20 us) */
 	/* the owner's code in each pass (droce_port_set_hooks) */
 	struct droce_port_hooks hooks;
 	int spare_cpu;			/* the thread can spin on a CPU of its own */

@@ -318,7 +318,7 @@ droce_port_lock_driving(struct droce_port *p, uint32_t q)
 	/* back after a hand-off: was it away (waiting on memory, a latency
 	 * loop) or back at once (its sends drained between two posts)? */
 	if (unlikely(dq->handoff_tsc > dq->app_poll_tsc) &&
-			tsc - dq->handoff_tsc > p->away_tsc)
+			tsc - dq->handoff_tsc > p->away_cycles)
 		dq->away_tsc = tsc;
 	/* the application drives this queue: the thread keeps off it, also
 	 * while we wait for the lock it holds */
@@ -516,7 +516,7 @@ progress_thread(void *arg)
 		DP_LOG(DEBUG, "progress thread without an lcore id: %s",
 			rte_strerror(rte_errno));
 	app_short_window = rte_get_tsc_hz() / 50000;	/* 20 us */
-	p->away_tsc = app_short_window;
+	p->away_cycles = app_short_window;
 	app_recent_window = rte_get_tsc_hz() / 500;	/* 2 ms */
 
 	while (!p->stop) {
