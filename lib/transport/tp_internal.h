@@ -18,6 +18,7 @@
 #define TP_GSI_QPN		1
 #define TP_MAX_UNACKED_PSNS	128	/* requester window, as rxe */
 #define TP_MAX_PKT_PER_ACK	64	/* AckReq on every 64th middle packet */
+#define TP_ACK_HOLD_NS	20000	/* a ping-pong's ACK waits for the answer */
 #define TP_TX_BATCH		32
 #define TP_TX_FIRST		4	/* buffers asked for first in a batch */
 #define TP_MAX_RD_ATOMIC	128	/* as rxe: perftest uses the peer's */
@@ -357,6 +358,11 @@ struct droce_qp {
 	uint32_t ack_psn;
 	uint8_t ack_syndrome;
 	int ack_is_nak;
+	/* a ping-pong (tp_resp.c): each request answered by one posted
+	 * here; the ACK then waits for the answer until ack_hold (ns) */
+	uint8_t posted;		/* a send WR posted since the last request */
+	uint8_t pingpong;	/* requests in a row answered so, up to 2 */
+	uint64_t ack_hold;	/* 0: the ACK goes in the next pass */
 	struct tp_res res[TP_MAX_RD_ATOMIC];
 	uint32_t res_pending;	/* resources with responses to send */
 	uint32_t res_next;	/* ring position: the next to allocate */

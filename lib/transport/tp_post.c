@@ -214,6 +214,7 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len, f);
 		qp->sq.head++;
 	}
+	qp->posted = 1;
 	if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_SQE)
 		tp_qp_flush(qp);
 	return 0;

@@ -246,6 +246,8 @@ qp_reset(struct droce_qp *qp)
 	qp->ack_deadline = qp->rnr_deadline = 0;
 	qp->rx_have_wqe = 0;
 	qp->ack_pending = 0;
+	qp->ack_hold = 0;
+	qp->posted = qp->pingpong = 0;
 	qp->nak_sent = 0;
 	qp->uc_drop = 0;
 	qp->msn = 0;

@@ -273,6 +273,8 @@ droce_tp_next_deadline(const struct droce_tp_queue *q)
 			t = qp->ack_deadline;
 		if (qp->rnr_deadline && qp->rnr_deadline < t)
 			t = qp->rnr_deadline;
+		if (qp->ack_pending && qp->ack_hold && qp->ack_hold < t)
+			t = qp->ack_hold;
 	}
 	return t;
 }

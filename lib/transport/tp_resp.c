@@ -34,6 +34,7 @@ queue_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	/* A NAK is not overridden by a later ACK; a later NAK wins. */
 	if (qp->ack_pending && qp->ack_is_nak && !is_nak)
 		return;
+	qp->ack_hold = 0;	/* hold_for_answer says if this one waits */
 	qp->ack_pending = 1;
 	qp->ack_psn = psn;
 	qp->ack_syndrome = syndrome;
@@ -69,6 +70,27 @@ rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
 	if (pkt != NULL && (flags & IBV_WC_WITH_INV))
 		wc->invalidated_rkey = pkt->ieth_rkey;
 	tp_cq_commit(qp->rcq, pkt != NULL && pkt->se);
+}
+
+/*
+ * A ping-pong: each SEND or WRITE the peer sends is answered by one the
+ * application here posts (ib_write_lat, ib_send_lat, an RPC). The ACK of
+ * the request then waits, TP_ACK_HOLD_NS at most, and leaves with the
+ * answer, in the same burst (tp_resp_progress). The peer, polling its CQ
+ * for that ACK, finds the answer placed when the completion comes: an
+ * ib_write_lat then spins on memory already written, where an ACK alone
+ * first sent it away to wait there for its progress thread, which on two
+ * CPUs shares them with both applications. Called at a message's end,
+ * after queue_ack.
+ */
+static void
+hold_for_answer(struct droce_qp *qp)
+{
+	qp->pingpong = qp->posted ? (qp->pingpong < 2 ? qp->pingpong + 1 : 2) : 0;
+	qp->posted = 0;
+	if (qp->pingpong == 2 && qp->ack_pending && !qp->ack_is_nak &&
+			qp->ack_hold == 0)
+		qp->ack_hold = qp->queue->now + TP_ACK_HOLD_NS;
 }
 
 /* Take a receive WQE from the QP's RQ or its SRQ (SRQ limit event). */
@@ -764,4 +786,6 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	qp->epsn = droce_psn_add(pkt->psn, 1);
 	if (pkt->ackreq)
 		queue_ack(qp, pkt->psn, DROCE_AETH_ACK_NOCREDIT);
+	if (f & DROCE_OPF_END)
+		hold_for_answer(qp);
 }

@@ -39,7 +39,17 @@ send_ack(struct droce_qp *qp)
 	if (!qp->ack_is_nak)
 		qp->st.acks_tx++;
 	qp->ack_pending = 0;
+	qp->ack_hold = 0;
 	return 1;
+}
+
+/* A ping-pong's ACK waiting for the answer (hold_for_answer): until the
+ * application posts it or the hold ends. */
+static inline int
+ack_held(const struct droce_qp *qp)
+{
+	return qp->ack_hold != 0 && qp->sq.cur == qp->sq.head &&
+		qp->queue->now < qp->ack_hold;
 }
 
 /*
@@ -234,7 +244,7 @@ tp_resp_progress(struct droce_qp *qp)
 		qp->res_replayed = 0;
 		qp->res_send = qp->res_next;
 	}
-	if (qp->ack_pending && tp_tx_room(qp->queue))
+	if (qp->ack_pending && tp_tx_room(qp->queue) && !ack_held(qp))
 		sent += send_ack(qp);
 	if (qp->rx_err && !qp->ack_pending) {
 		qp->rx_err = 0;
