@@ -368,10 +368,15 @@ wr_complete(struct ibv_qp_ex *q)
 		qp->wrs[qp->nwr - 1].next = NULL;
 		rc = da_post_send_all(qp, qp->wrs, &bad);
 	} else if (rc == 0 && qp->nwr > 0) {
+		uint32_t queued;
+
 		qp->wrs[qp->nwr - 1].next = NULL;
 		droce_port_lock_driving(port, qp->q);
+		queued = droce_qp_sq_outstanding(qp->tqp);
 		rc = droce_qp_post_send_all(qp->tqp, qp->wrs, &bad);
-		droce_port_progress_locked(port, qp->q);
+		/* as dv_post_send: at once only onto an idle send queue */
+		if (queued == 0)
+			droce_port_progress_locked(port, qp->q);
 		droce_port_unlock(port, qp->q);
 	}
 	qp->nwr = 0;
