@@ -150,6 +150,7 @@ struct droce_port {
 	 * application: a hand-off must wake it */
 	volatile int long_nap;
 	uint64_t away_cycles;		/* what counts as away (20 us) */
+	uint64_t recent_cycles;		/* a latency loop's memory (2 ms) */
 	/* the owner's code in each pass (droce_port_set_hooks) */
 	struct droce_port_hooks hooks;
 	int spare_cpu;			/* the thread can spin on a CPU of its own */

@@ -240,18 +240,29 @@ droce_port_handoff(struct droce_port *p, uint32_t q)
 {
 	/* no wake-up call on the application's path: with CPUs to spare
 	 * the thread's naps are short (5 us) */
+	struct dp_queue *dq = &p->q[q];
+	uint64_t tsc;
+
 	if (p->spare_cpu) {
-		p->q[q].app_poll_tsc = 0;
+		dq->app_poll_tsc = 0;
 		return;
 	}
+	tsc = rte_rdtsc();
 	/*
-	 * On few CPUs the thread naps beside a polling application, longer
-	 * the longer it polls without a hand-off (a bandwidth loop). A
-	 * hand-off keeps the naps short; one after a long nap began (the
-	 * loop ended) wakes the thread, once.
+	 * On few CPUs the thread naps beside a polling application, up to
+	 * 1 ms. Only an application in a latency loop, one that stayed away
+	 * after a recent hand-off (it waited on memory that only the thread
+	 * fills), needs the thread soon: its hand-offs keep the naps short,
+	 * and one after a long nap began wakes the thread. One back at once
+	 * after its hand-offs (a bandwidth loop's drains, a ping-pong whose
+	 * answer came with its ACK) leaves the naps long: in 64 B
+	 * ib_write_bw its hand-offs, one every 5-7 ms, each began five short
+	 * naps, 2,300 wake-ups a second where each costs the VM's CPUs ~26 us.
 	 */
-	p->q[q].handed_off = 1;
-	p->q[q].handoff_tsc = rte_rdtsc();
+	dq->handoff_tsc = tsc;
+	if (tsc - dq->away_tsc >= p->recent_cycles)
+		return;
+	dq->handed_off = 1;
 	rte_smp_mb();
 	if (p->long_nap)
 		droce_port_kick(p, q);	/* also ends the queue's window */
@@ -518,6 +529,7 @@ progress_thread(void *arg)
 	app_short_window = rte_get_tsc_hz() / 50000;	/* 20 us */
 	p->away_cycles = app_short_window;
 	app_recent_window = rte_get_tsc_hz() / 500;	/* 2 ms */
+	p->recent_cycles = app_recent_window;
 
 	while (!p->stop) {
 		int work = 0, busy = 0;
