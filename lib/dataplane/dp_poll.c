@@ -573,8 +573,13 @@ progress_thread(void *arg)
 				continue;
 			}
 			if (rte_spinlock_trylock(&q->lock)) {
-				work += queue_poll(q);
-				busy |= queue_busy(q, now);
+				int w = queue_poll(q);
+
+				/* a pass that did work is looked at again
+				 * anyway: no need to ask the transport */
+				work += w;
+				if (w == 0)
+					busy |= queue_busy(q, now);
 				rte_spinlock_unlock(&q->lock);
 			} else {
 				busy = 1;	/* an application polls it */
