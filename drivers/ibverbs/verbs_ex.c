@@ -371,7 +371,7 @@ wr_complete(struct ibv_qp_ex *q)
 		uint32_t queued;
 
 		qp->wrs[qp->nwr - 1].next = NULL;
-		droce_port_lock_driving(port, qp->q);
+		droce_port_lock(port, qp->q);
 		queued = droce_qp_sq_outstanding(qp->tqp);
 		rc = droce_qp_post_send_all(qp->tqp, qp->wrs, &bad);
 		/* as dv_post_send: at once only onto an idle send queue */

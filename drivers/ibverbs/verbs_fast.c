@@ -27,14 +27,16 @@ dv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t queued;
 	int rc;
 
-	droce_port_lock_driving(port, qp->q);
+	droce_port_lock(port, qp->q);
 	queued = droce_qp_sq_outstanding(qp->tqp);
 	rc = droce_qp_post_send(qp->tqp, wr, bad_wr);
 	/*
 	 * An idle send queue goes out now (latency). Behind WRs still in
 	 * flight (a bandwidth loop keeping its window full) the next poll or
 	 * the progress thread transmits what was posted together, a burst
-	 * per pass instead of one frame and one NIC doorbell per call.
+	 * per pass instead of one frame and one NIC doorbell per call; the
+	 * application polls then (its polls tell the thread it drives the
+	 * queue, and such a post reads no clock).
 	 */
 	if (queued == 0)
 		droce_port_progress_locked(port, qp->q);
@@ -94,8 +96,7 @@ dv_cq_take(struct dv_cq *cq, struct ibv_wc *wc, int n)
 
 	if (cq->ctx->att != NULL)
 		return da_cq_take(cq, wc, n);
-	droce_port_lock_driving(port, cq->q);
-	droce_port_progress_locked(port, cq->q);
+	droce_port_poll_driving(port, cq->q);
 	got = droce_cq_poll(cq->tcq, wc, n);
 	/* the newest send completion: did it leave its QP with nothing
 	 * outstanding? */

@@ -25,16 +25,21 @@
 RTE_LOG_REGISTER(droce_dp_logtype, droce.dataplane, INFO);
 
 uint64_t
-droce_now_ns(void)
+dp_tsc_ns(uint64_t tsc)
 {
 	static uint64_t mult;	/* ns per cycle, 32.32 fixed point */
-	uint64_t c = rte_get_tsc_cycles();
 
 	if (mult == 0)
 		mult = (uint64_t)(((unsigned __int128)1000000000ull << 32) /
 			rte_get_tsc_hz());
 	/* a multiply, not three divisions: this runs on every pass */
-	return (uint64_t)(((unsigned __int128)c * mult) >> 32);
+	return (uint64_t)(((unsigned __int128)tsc * mult) >> 32);
+}
+
+uint64_t
+droce_now_ns(void)
+{
+	return dp_tsc_ns(rte_get_tsc_cycles());
 }
 
 /*

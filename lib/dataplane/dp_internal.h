@@ -65,6 +65,9 @@ struct dp_queue {
 	struct droce_port *port;
 	uint32_t index;
 	rte_spinlock_t lock;		/* owner of the transport queue */
+	/* threads in queue_lock that did not get it at once: the progress
+	 * loops' try-locks keep off meanwhile (they would win every time) */
+	volatile uint32_t lock_waiters;
 	struct droce_tp_queue *tq;
 	/* frames built by the transport, waiting for rte_eth_tx_burst */
 	struct rte_mbuf *txq[DP_TXQ_LEN];
@@ -234,5 +237,8 @@ void dp_mtu_cap(struct droce_port *p);
 
 /* dp_port.c: open, close, counters */
 bool dp_dev_dmas(const struct rte_eth_dev_info *info);
+
+/* droce_now_ns of a TSC already read: one clock read per pass */
+uint64_t dp_tsc_ns(uint64_t tsc);
 
 #endif

@@ -168,13 +168,13 @@ classify(struct dp_queue *q, struct rte_mbuf **in, uint16_t n,
  * the copy, so that a port without hooks pays one branch per pass).
  */
 static __rte_always_inline int
-queue_pass(struct dp_queue *q, const int hooked)
+queue_pass(struct dp_queue *q, uint64_t tsc, const int hooked)
 {
 	struct droce_port *p = q->port;
 	/* faults may duplicate: room for twice a burst */
 	struct rte_mbuf *in[DP_BURST * 2], *mine[DP_BURST * 2];
 	uint16_t n, nm;
-	uint64_t now = droce_now_ns(), sent;
+	uint64_t now = dp_tsc_ns(tsc), sent;
 	int work = 0;
 
 	if (hooked)
@@ -222,17 +222,68 @@ queue_pass(struct dp_queue *q, const int hooked)
 }
 
 static __rte_noinline int
-queue_poll_hooked(struct dp_queue *q)
+queue_poll_hooked(struct dp_queue *q, uint64_t tsc)
 {
-	return queue_pass(q, 1);
+	return queue_pass(q, tsc, 1);
 }
 
+/* A pass at tsc (the caller's clock read: one per pass) */
 static int
-queue_poll(struct dp_queue *q)
+queue_poll(struct dp_queue *q, uint64_t tsc)
 {
 	if (unlikely(q->port->hooks.poll != NULL))
-		return queue_poll_hooked(q);
-	return queue_pass(q, 0);
+		return queue_poll_hooked(q, tsc);
+	return queue_pass(q, tsc, 0);
+}
+
+/*
+ * A release store: x86 orders it after the critical section's loads and
+ * stores, where rte_spinlock_unlock's xchg is a full barrier that the
+ * application pays on every post and poll (a tenth of a 64 B ib_send_bw's
+ * samples were the two locked instructions of lock and unlock).
+ */
+static inline void
+queue_unlock(struct dp_queue *q)
+{
+	__atomic_store_n(&q->lock.locked, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Take a queue's lock: spin up to ~1 ms, then yield between tries. Where
+ * threads outnumber cores the holder may be preempted, and a waiter
+ * spinning on the core it needs keeps it off for a whole time slice
+ * (~4 ms); two processes doing so to each other on two cores made each
+ * round trip milliseconds. A pass can hold the lock for tens of
+ * microseconds (a 64 KB message is 64 frames): yielding after 20 us cost
+ * ib_write_bw on two cores a third of its rate, after 1 ms nothing.
+ */
+static void
+queue_lock(struct dp_queue *q)
+{
+	uint64_t start;
+
+	if (likely(rte_spinlock_trylock(&q->lock)))
+		return;
+	/* a progress loop (lcores, the thread when busy) retakes the lock
+	 * a few nanoseconds after it lets go, and would starve us: it keeps
+	 * off while we wait (queue_trylock) */
+	__atomic_fetch_add(&q->lock_waiters, 1, __ATOMIC_ACQ_REL);
+	start = rte_rdtsc();
+	while (!rte_spinlock_trylock(&q->lock)) {
+		if (rte_rdtsc() - start < DP_LOCK_SPIN_CYCLES)
+			rte_pause();
+		else
+			sched_yield();
+	}
+	__atomic_fetch_sub(&q->lock_waiters, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The progress loops' lock: not while a queue_lock waits (it goes
+ * first), nor while another holds it. */
+static inline int
+queue_trylock(struct dp_queue *q)
+{
+	return q->lock_waiters == 0 && rte_spinlock_trylock(&q->lock);
 }
 
 void
@@ -274,45 +325,14 @@ droce_port_progress(struct droce_port *p, uint32_t qi)
 	struct dp_queue *q = &p->q[qi];
 	int work;
 
-	if (!rte_spinlock_trylock(&q->lock))
+	if (!queue_trylock(q))
 		return 0;
-	work = queue_poll(q);
 	q->app_poll_tsc = rte_rdtsc();
-	rte_spinlock_unlock(&q->lock);
+	work = queue_poll(q, q->app_poll_tsc);
+	queue_unlock(q);
 	return work;
 }
 
-int
-droce_port_progress_locked(struct droce_port *p, uint32_t qi)
-{
-	p->q[qi].app_poll_tsc = rte_rdtsc();
-	return queue_poll(&p->q[qi]);
-}
-
-/*
- * Take a queue's lock: spin up to ~1 ms, then yield between tries. Where
- * threads outnumber cores the holder may be preempted, and a waiter
- * spinning on the core it needs keeps it off for a whole time slice
- * (~4 ms); two processes doing so to each other on two cores made each
- * round trip milliseconds. A pass can hold the lock for tens of
- * microseconds (a 64 KB message is 64 frames): yielding after 20 us cost
- * ib_write_bw on two cores a third of its rate, after 1 ms nothing.
- */
-static void
-queue_lock(struct dp_queue *q)
-{
-	uint64_t start;
-
-	if (likely(rte_spinlock_trylock(&q->lock)))
-		return;
-	start = rte_rdtsc();
-	while (!rte_spinlock_trylock(&q->lock)) {
-		if (rte_rdtsc() - start < DP_LOCK_SPIN_CYCLES)
-			rte_pause();
-		else
-			sched_yield();
-	}
-}
 
 void
 droce_port_lock(struct droce_port *p, uint32_t q)
@@ -320,27 +340,57 @@ droce_port_lock(struct droce_port *p, uint32_t q)
 	queue_lock(&p->q[q]);
 }
 
-void
-droce_port_lock_driving(struct droce_port *p, uint32_t q)
+/* The application drives queue dq at tsc: the thread keeps off it. */
+static inline void
+app_drives(struct droce_port *p, struct dp_queue *dq, uint64_t tsc)
 {
-	struct dp_queue *dq = &p->q[q];
-	uint64_t tsc = rte_rdtsc();
-
 	/* back after a hand-off: was it away (waiting on memory, a latency
 	 * loop) or back at once (its sends drained between two posts)? */
 	if (unlikely(dq->handoff_tsc > dq->app_poll_tsc) &&
 			tsc - dq->handoff_tsc > p->away_cycles)
 		dq->away_tsc = tsc;
-	/* the application drives this queue: the thread keeps off it, also
-	 * while we wait for the lock it holds */
 	dq->app_poll_tsc = tsc;
+}
+
+void
+droce_port_lock_driving(struct droce_port *p, uint32_t q)
+{
+	struct dp_queue *dq = &p->q[q];
+
+	/* also while we wait for the lock the thread holds */
+	app_drives(p, dq, rte_rdtsc());
 	queue_lock(dq);
+}
+
+int
+droce_port_progress_locked(struct droce_port *p, uint32_t qi)
+{
+	struct dp_queue *dq = &p->q[qi];
+	uint64_t tsc = rte_rdtsc();
+
+	app_drives(p, dq, tsc);
+	return queue_poll(dq, tsc);
+}
+
+int
+droce_port_poll_driving(struct droce_port *p, uint32_t qi)
+{
+	struct dp_queue *dq = &p->q[qi];
+	uint64_t tsc = rte_rdtsc();
+
+	app_drives(p, dq, tsc);
+	if (unlikely(!rte_spinlock_trylock(&dq->lock))) {
+		queue_lock(dq);
+		tsc = rte_rdtsc();	/* the wait may have been long */
+		dq->app_poll_tsc = tsc;
+	}
+	return queue_poll(dq, tsc);
 }
 
 void
 droce_port_unlock(struct droce_port *p, uint32_t q)
 {
-	rte_spinlock_unlock(&p->q[q].lock);
+	queue_unlock(&p->q[q]);
 }
 
 int
@@ -534,8 +584,8 @@ progress_thread(void *arg)
 	while (!p->stop) {
 		int work = 0, busy = 0;
 		uint32_t app_driven = 0, app_recent = 0;
-		uint64_t now = droce_now_ns();
 		uint64_t tsc = rte_rdtsc();
+		uint64_t now = dp_tsc_ns(tsc);
 
 		/*
 		 * A queue the application polled within the window is left
@@ -572,15 +622,15 @@ progress_thread(void *arg)
 				app_driven++;
 				continue;
 			}
-			if (rte_spinlock_trylock(&q->lock)) {
-				int w = queue_poll(q);
+			if (queue_trylock(q)) {
+				int w = queue_poll(q, tsc);
 
 				/* a pass that did work is looked at again
 				 * anyway: no need to ask the transport */
 				work += w;
 				if (w == 0)
 					busy |= queue_busy(q, now);
-				rte_spinlock_unlock(&q->lock);
+				queue_unlock(q);
 			} else {
 				busy = 1;	/* an application polls it */
 			}

@@ -156,9 +156,17 @@ void droce_port_lock_driving(struct droce_port *port, uint32_t q);
 
 /**
  * Make progress on queue q; the caller holds its lock (droce_port_lock),
- * e.g. right after posting, so that the frames leave at once.
+ * e.g. right after posting, so that the frames leave at once. The
+ * application drives the queue, as with droce_port_lock_driving.
  */
 int droce_port_progress_locked(struct droce_port *port, uint32_t q);
+
+/**
+ * droce_port_lock_driving, then droce_port_progress_locked, with one
+ * clock read: an application's poll. Returns the pass's work, with the
+ * lock held (droce_port_unlock).
+ */
+int droce_port_poll_driving(struct droce_port *port, uint32_t q);
 
 /**
  * Run fn(arg) with queue q's owner lock held (fast-path calls into the
