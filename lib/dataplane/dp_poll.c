@@ -237,18 +237,6 @@ queue_poll(struct dp_queue *q, uint64_t tsc)
 }
 
 /*
- * rte_spinlock_unlock's exchange is a full barrier (12 ns a lock and
- * unlock on the 2-core VM; 6 ns with a release store instead). Kept: the
- * daemon's threads and the drop-in's pair stores and loads around these
- * locks, and a release store lets a later load pass the unlock.
- */
-static inline void
-queue_unlock(struct dp_queue *q)
-{
-	rte_spinlock_unlock(&q->lock);
-}
-
-/*
  * Take a queue's lock: spin up to ~1 ms, then yield between tries. Where
  * threads outnumber cores the holder may be preempted, and a waiter
  * spinning on the core it needs keeps it off for a whole time slice
@@ -329,10 +317,9 @@ droce_port_progress(struct droce_port *p, uint32_t qi)
 		return 0;
 	q->app_poll_tsc = rte_rdtsc();
 	work = queue_poll(q, q->app_poll_tsc);
-	queue_unlock(q);
+	rte_spinlock_unlock(&q->lock);
 	return work;
 }
-
 
 void
 droce_port_lock(struct droce_port *p, uint32_t q)
@@ -390,7 +377,7 @@ droce_port_poll_driving(struct droce_port *p, uint32_t qi)
 void
 droce_port_unlock(struct droce_port *p, uint32_t q)
 {
-	queue_unlock(&p->q[q]);
+	rte_spinlock_unlock(&p->q[q].lock);
 }
 
 int
@@ -630,7 +617,7 @@ progress_thread(void *arg)
 				work += w;
 				if (w == 0)
 					busy |= queue_busy(q, now);
-				queue_unlock(q);
+				rte_spinlock_unlock(&q->lock);
 			} else {
 				busy = 1;	/* an application polls it */
 			}

@@ -53,12 +53,7 @@ pair_make(struct pair *p, enum ibv_qp_type t, const struct fl_qp_opts *o,
 	}
 	for (s = 0; s < 2; s++) {
 		p->cq[s] = droce_cq_create(L.end[s].dev, 0, cqe ? cqe : 64);
-		memset(&ia, 0, sizeof(ia));
-		ia.qp_type = t;
-		ia.cap.max_send_wr = 16;
-		ia.cap.max_recv_wr = 16;
-		ia.cap.max_send_sge = 2;
-		ia.cap.max_recv_sge = 2;
+		qp_attr(&ia, t, 16, 2);
 		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
 			NULL);
 		tbuf_init(&p->b[s], L.end[s].pd, 65536, s ? acc1 : ACC_ALL);
@@ -429,12 +424,7 @@ test_srq_limit(void)
 	CHECK(srq != NULL, "srq");
 	cq0 = droce_cq_create(L.end[0].dev, 0, 64);
 	cq1 = droce_cq_create(L.end[1].dev, 0, 64);
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 16;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
+	qp_attr(&ia, IBV_QPT_RC, 16, 1);
 	q0 = droce_qp_create(L.end[0].pd, &ia, cq0, cq0, NULL);
 	q1 = droce_qp_create(L.end[1].pd, &ia, cq1, cq1, srq);
 	fl_qp_opts_default(&o);

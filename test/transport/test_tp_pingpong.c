@@ -86,12 +86,7 @@ setup(void)
 
 	for (s = 0; s < 2; s++) {
 		S[s].cq = droce_cq_create(L.end[s].dev, 0, 64);
-		memset(&ia, 0, sizeof(ia));
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = 16;
-		ia.cap.max_recv_wr = 16;
-		ia.cap.max_send_sge = 1;
-		ia.cap.max_recv_sge = 1;
+		qp_attr(&ia, IBV_QPT_RC, 16, 1);
 		S[s].qp = droce_qp_create(L.end[s].pd, &ia, S[s].cq, S[s].cq,
 			NULL);
 		CHECK(S[s].qp != NULL, "qp create");

@@ -85,6 +85,17 @@ sge_of(struct tbuf *b, size_t off, uint32_t len)
 	return s;
 }
 
+/* Init attributes of a QP of type t: wrs WRs and sges SGEs each way. */
+static inline void
+qp_attr(struct ibv_qp_init_attr *ia, enum ibv_qp_type t, uint32_t wrs,
+		uint32_t sges)
+{
+	memset(ia, 0, sizeof(*ia));
+	ia->qp_type = t;
+	ia->cap.max_send_wr = ia->cap.max_recv_wr = wrs;
+	ia->cap.max_send_sge = ia->cap.max_recv_sge = sges;
+}
+
 #define ACC_ALL (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
 
