@@ -299,7 +299,7 @@ droce_port_handoff(struct droce_port *p, uint32_t q)
 	 * naps, 2,300 wake-ups a second where each costs the VM's CPUs ~26 us.
 	 */
 	dq->handoff_tsc = tsc;
-	if (tsc - dq->away_tsc >= p->recent_cycles)
+	if (dp_since(tsc, dq->away_tsc) >= p->recent_cycles)
 		return;
 	dq->handed_off = 1;
 	rte_smp_mb();
@@ -334,7 +334,7 @@ app_drives(struct droce_port *p, struct dp_queue *dq, uint64_t tsc)
 	/* back after a hand-off: was it away (waiting on memory, a latency
 	 * loop) or back at once (its sends drained between two posts)? */
 	if (unlikely(dq->handoff_tsc > dq->app_poll_tsc) &&
-			tsc - dq->handoff_tsc > p->away_cycles)
+			dp_since(tsc, dq->handoff_tsc) > p->away_cycles)
 		dq->away_tsc = tsc;
 	dq->app_poll_tsc = tsc;
 }
@@ -423,7 +423,7 @@ droce_port_tx_settle(struct droce_port *p, uint64_t quiet_ns, uint64_t max_ns)
 				last = p->q[i].last_tx_ns;
 		}
 		now = droce_now_ns();
-		if (left == 0 && now - last >= quiet_ns)
+		if (left == 0 && dp_since(now, last) >= quiet_ns)
 			return;
 		usleep(1000);	/* the progress thread flushes meanwhile */
 	} while (now - start < max_ns);
@@ -596,16 +596,17 @@ progress_thread(void *arg)
 
 			app_window = p->spare_cpu ||
 				q->handoff_tsc > q->app_poll_tsc ||
-				tsc - q->away_tsc < app_recent_window ?
+				dp_since(tsc, q->away_tsc) < app_recent_window ?
 				app_short_window : app_recent_window;
 
-			if (!q->kicked && tsc - q->app_poll_tsc < app_recent_window)
+			if (!q->kicked &&
+					dp_since(tsc, q->app_poll_tsc) < app_recent_window)
 				app_recent++;
 			if (q->kicked) {
 				q->kicked = 0;
 				q->app_poll_tsc = 0;	/* it waits for us now */
 				busy = 1;
-			} else if (tsc - q->app_poll_tsc < app_window) {
+			} else if (dp_since(tsc, q->app_poll_tsc) < app_window) {
 				app_driven++;
 				continue;
 			}
