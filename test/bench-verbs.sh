@@ -108,7 +108,9 @@ row() {
 # Both run the same number of messages, about a second's worth on the
 # 2-core VM: at a fifth of a second (perftest's 1 M 64 B WRITEs, 100 k 4 KB
 # ones) perftest's first 20-50 ms over the drop-in, a start-up droce-perf
-# does not show, cost it 10-25 points of its share (doc/verbs.md).
+# does not show (most of it net_memif's page faults, which droce-perf's
+# warm-up lap takes before its first test), cost it 10-25 points of its
+# share (doc/verbs.md).
 row "ib_write_bw RC" 64 128 1 100 write "--iters 4000000" -- \
 	ib_write_bw -x 1 -n 4000000
 row "ib_write_bw RC" 4096 128 1 100 write "--iters 800000" -- \

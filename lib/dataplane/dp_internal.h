@@ -136,6 +136,8 @@ struct droce_port {
 	uint32_t mtu;
 	uint32_t zc_min;		/* zero-copy transmit from, 0: off */
 	int zc_dma;			/* the device DMAs: spans need an IOVA */
+	int memif;			/* a net_memif port droce started */
+	int memif_warm;			/* its shared regions are faulted in */
 	/* progress thread */
 	pthread_t thread;
 	int thread_running;
@@ -234,6 +236,8 @@ void dp_port_stop_close(struct droce_port *p);
 /* At close: every queue's frames still queued to the PMD, or freed. */
 void dp_port_tx_release(struct droce_port *p);
 void dp_mtu_cap(struct droce_port *p);
+/* Once the link is up: fault in the shared regions before traffic does. */
+void dp_memif_prefault(struct droce_port *p);
 
 /* dp_port.c: open, close, counters */
 bool dp_dev_dmas(const struct rte_eth_dev_info *info);

@@ -9,9 +9,11 @@
  * interrupt thread.
  */
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <rte_alarm.h>
 #include <rte_dev.h>
@@ -260,6 +262,53 @@ memif_client_link_wait(struct droce_port *p)
 	}
 }
 
+/*
+ * Fault in every page of the net_memif shared regions, once the link is up
+ * (both sides have mapped them). Each process otherwise faults on a buffer
+ * page the first time a frame passes through it: ~500 faults a process
+ * over the first lap of the rings (2 KB buffers, 4 KB pages), at 13.5 us
+ * each on the 2-core VM, inside the first milliseconds of traffic, where
+ * perftest over the drop-in ran its first 20-50 ms slow. droce-perf does
+ * one lap of raw echoes first for the same reason. MADV_POPULATE_WRITE
+ * fills the page tables without touching what the rings hold. The PMD
+ * keeps the regions' addresses to itself: they are the process's mappings
+ * of its "memif_region" memfds.
+ */
+void
+dp_memif_prefault(struct droce_port *p)
+{
+	struct rte_eth_link link;
+	unsigned long lo, hi;
+	char line[512], perms[8];
+	unsigned int n = 0;
+	FILE *f;
+
+	if (!p->memif || p->memif_warm)
+		return;
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(p->port_id, &link) != 0 ||
+			link.link_status != RTE_ETH_LINK_UP)
+		return;
+	p->memif_warm = 1;
+	f = fopen("/proc/self/maps", "re");
+	if (f == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, "/memfd:memif_region") == NULL ||
+				sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3)
+			continue;
+		/* best effort: a region a disconnect unmaps meanwhile
+		 * (ENOMEM) or a kernel before 5.14 (EINVAL) only costs the
+		 * faults again */
+		if (madvise((void *)lo, hi - lo, perms[1] == 'w' ?
+				MADV_POPULATE_WRITE : MADV_POPULATE_READ) == 0)
+			n++;
+	}
+	fclose(f);
+	DP_LOG(DEBUG, "port %u: %u net_memif region(s) faulted in",
+		p->port_id, n);
+}
+
 /* Start a port droce configured; a net_memif client also waits for its
  * link, connecting again while the server refuses it. */
 int
@@ -267,10 +316,16 @@ dp_port_start(struct droce_port *p, const struct rte_eth_dev_info *info)
 {
 	int rc;
 
+	p->memif = info->driver_name != NULL &&
+		strcmp(info->driver_name, "net_memif") == 0;
 	rc = port_start(p, droce_now_ns() + PORT_START_NS);
 	if (rc)
 		return rc;
-	if (memif_client(p, info))
-		return memif_client_link_wait(p);
+	if (memif_client(p, info)) {
+		rc = memif_client_link_wait(p);
+		if (rc == 0)
+			dp_memif_prefault(p);
+		return rc;
+	}
 	return 0;
 }

@@ -468,6 +468,9 @@ droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
 	uint64_t next = 0;
 	uint32_t ip, q;
 
+	/* a peer is about to be talked to: a net_memif server's link is up
+	 * by now (the client's was at start) */
+	dp_memif_prefault(p);
 	/* a group has no neighbour to ask: its MAC is its address's */
 	if (droce_gid_mcast_mac(dgid, mac) == 0)
 		return 0;
@@ -494,8 +497,10 @@ droce_port_resolve(struct droce_port *p, const uint8_t dgid[16], uint8_t mac[6],
 				droce_port_progress(p, q);
 		} else
 			usleep(200);
-		if (dp_neigh_lookup(p, dgid, mac) == 0)
+		if (dp_neigh_lookup(p, dgid, mac) == 0) {
+			dp_memif_prefault(p);	/* the link is up */
 			return 0;
+		}
 	}
 	return -ETIMEDOUT;
 }
