@@ -145,12 +145,11 @@ port_start(struct droce_port *p, uint64_t deadline)
 /* A port droce probed itself as net_memif with the client role (the
  * PMD's default). */
 static bool
-memif_client(const struct droce_port *p, const struct rte_eth_dev_info *info)
+memif_client(const struct droce_port *p)
 {
 	const char *role, *d = p->conf.devargs;
 
-	if (d == NULL || info->driver_name == NULL ||
-			strcmp(info->driver_name, "net_memif") != 0)
+	if (d == NULL || !p->memif)
 		return false;
 	role = strstr(d, "role=");
 	if (role == NULL)
@@ -321,7 +320,7 @@ dp_port_start(struct droce_port *p, const struct rte_eth_dev_info *info)
 	rc = port_start(p, droce_now_ns() + PORT_START_NS);
 	if (rc)
 		return rc;
-	if (memif_client(p, info)) {
+	if (memif_client(p)) {
 		rc = memif_client_link_wait(p);
 		if (rc == 0)
 			dp_memif_prefault(p);
