@@ -6,7 +6,7 @@
  * Starting and closing a port around net_memif's quirks in DPDK 22.11: a
  * peer that is another process (start and reconnect until it is there),
  * frames that must fit one memif buffer, and disconnects handled in EAL's
- * interrupt thread.
+ * interrupt thread; and its shared regions faulted in before traffic.
  */
 
 #include <stdio.h>
