@@ -257,6 +257,26 @@ struct droce_mr *droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local
 		size_t len, uint64_t iova, unsigned int access);
 int droce_mr_dereg(struct droce_mr *mr);	/**< -EBUSY with bound MWs */
 /**
+ * droce_mr_dereg in two steps, for an owner that must know when nothing
+ * reaches the memory any more (droced unmaps it then). The first takes
+ * the keys away: a lookup after it fails, so once every queue has
+ * finished the pass it was in, no packet touches the memory through this
+ * MR. The caller owns every queue of the device meanwhile, or passes
+ * after it may still hold what a lookup before it returned. @return 0 or
+ * -EBUSY (windows bound to it: nothing changed).
+ */
+int droce_mr_dereg_start(struct droce_mr *mr);
+/** The second: waits for zero-copy frames (droce_mr_zc_get), then lets
+ * the MR go; its release callback runs when the last reference does. */
+void droce_mr_dereg_finish(struct droce_mr *mr);
+/**
+ * fn(arg) when the MR's last reference goes, after droce_mr_dereg: in
+ * droce_mr_dereg itself, or later from the data path when a zero-copy
+ * frame that outlived DROCE_MR_ZC_WAIT_MS lets go. The memory must stay
+ * readable until then.
+ */
+void droce_mr_on_release(struct droce_mr *mr, void (*fn)(void *arg), void *arg);
+/**
  * ibv_advise_mr for [addr, addr+len) of the MR lkey names in pd: its pages
  * faulted in now (writable if write). @return 0, -EINVAL (not this PD's
  * lkey, outside the MR, write without local write) or -EFAULT (not

@@ -47,6 +47,9 @@ struct droce_mr {
 	uint32_t nb_mw;		/* windows bound to it */
 	/* 1 while registered + one per zero-copy span still queued */
 	uint32_t zc_refs;
+	/* called as the last reference goes (droce_mr_on_release) */
+	void (*release)(void *arg);
+	void *release_arg;
 };
 
 struct droce_mw {
@@ -275,7 +278,6 @@ struct tp_res {
 	uint32_t cur_psn;	/* next response to send */
 	uint32_t sent;		/* bytes already sent */
 	int pending;		/* responses still to send */
-	uint8_t *base;		/* resolved source */
 	/* atomic */
 	uint64_t orig;
 	uint32_t msn;
@@ -351,7 +353,9 @@ struct droce_qp {
 	struct tp_rwqe rx_wqe;
 	uint64_t rx_off;
 	int rx_err;		/* a fatal NAK is queued: ERR once it is sent */
-	uint8_t *rx_write_base;	/* WRITE target */
+	uint8_t *rx_write_base;	/* WRITE target, as its first packet found it */
+	uint64_t rx_write_va;	/* and its RETH: each later packet's target is */
+	uint32_t rx_write_rkey;	/* looked up again (the MR may have gone) */
 	uint64_t rx_write_left;
 	/* ACK to send */
 	int ack_pending;
@@ -666,6 +670,8 @@ void tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st);
 /* A request for qp; len_bad: the packet breaks the length rules of C9-92. */
 void tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 		const uint8_t *frame, int len_bad);
+/* A NAK at psn from the transmit side; the QP errors once it is out. */
+void tp_resp_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
 
 /* tp_resp_tx.c */
 void tp_resp_last_ack(struct droce_qp *qp);

@@ -255,11 +255,10 @@ droce_mr_reg_va(struct droce_pd *pd, void *host, uint64_t local_va,
 }
 
 int
-droce_mr_dereg(struct droce_mr *mr)
+droce_mr_dereg_start(struct droce_mr *mr)
 {
 	struct droce_dev *dev = mr->pd->dev;
 	struct tp_key *k;
-	unsigned int i;
 
 	pthread_mutex_lock(&dev->lock);
 	if (mr->nb_mw) {
@@ -268,10 +267,18 @@ droce_mr_dereg(struct droce_mr *mr)
 	}
 	k = key_find(dev, mr->ibv.lkey);
 	if (k != NULL)
-		k->kind = TP_KEY_FREE;
+		__atomic_store_n(&k->kind, TP_KEY_FREE, __ATOMIC_RELEASE);
 	dev->nb_mr--;
 	mr->pd->refs--;
 	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
+void
+droce_mr_dereg_finish(struct droce_mr *mr)
+{
+	unsigned int i;
+
 	/*
 	 * Zero-copy frames still queued (droce's transmit queue, fault
 	 * injection's delay queue, the NIC's ring) read this memory when they
@@ -283,7 +290,23 @@ droce_mr_dereg(struct droce_mr *mr)
 			__atomic_load_n(&mr->zc_refs, __ATOMIC_ACQUIRE) > 1; i++)
 		usleep(50);
 	droce_mr_zc_put(mr);
-	return 0;
+}
+
+int
+droce_mr_dereg(struct droce_mr *mr)
+{
+	int rc = droce_mr_dereg_start(mr);
+
+	if (rc == 0)
+		droce_mr_dereg_finish(mr);
+	return rc;
+}
+
+void
+droce_mr_on_release(struct droce_mr *mr, void (*fn)(void *arg), void *arg)
+{
+	mr->release = fn;
+	mr->release_arg = arg;
 }
 
 int
@@ -350,8 +373,11 @@ droce_mr_zc_get(struct droce_mr *mr)
 void
 droce_mr_zc_put(struct droce_mr *mr)
 {
-	if (__atomic_sub_fetch(&mr->zc_refs, 1, __ATOMIC_ACQ_REL) == 0)
+	if (__atomic_sub_fetch(&mr->zc_refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		if (mr->release != NULL)
+			mr->release(mr->release_arg);
 		free(mr);
+	}
 }
 
 uint32_t

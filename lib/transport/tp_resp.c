@@ -111,6 +111,19 @@ take_rwqe(struct droce_qp *qp, struct tp_rwqe *rw)
 	return tp_rq_pop(&qp->rq, rw);
 }
 
+/* A NAK from the responder's transmit side (a READ whose memory went):
+ * the QP errors once it is out. */
+void
+tp_resp_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	queue_ack(qp, psn, syndrome);
+	if (syndrome == DROCE_AETH_NAK_REM_ACC)
+		qp->st.nak_acc_tx++;
+	else
+		qp->st.nak_op_tx++;
+	qp->rx_err = 1;
+}
+
 /* Responder-side fatal error: NAK (RC), complete the receive, QP to ERR. */
 static void
 resp_error(struct droce_qp *qp, const struct droce_pkt *pkt, uint8_t nak,
@@ -305,7 +318,26 @@ write_target(struct droce_qp *qp, const struct droce_pkt *pkt)
 		reject(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
 		return -1;
 	}
+	qp->rx_write_va = pkt->reth_va;
+	qp->rx_write_rkey = pkt->reth_rkey;
 	return 0;
+}
+
+/*
+ * Where a WRITE's packet lands: the first's target was checked whole; a
+ * later one's is looked up again, so that an MR deregistered (or a window
+ * invalidated) since the first packet takes no more of the message: a
+ * Remote Access NAK, as a NIC whose key went gives (and the owner, droced
+ * say, may unmap the memory once no pass holds a lookup).
+ */
+static uint8_t *
+write_dst(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
+{
+	if (f & DROCE_OPF_START)
+		return qp->rx_write_base;
+	return tp_rkey_resolve(qp, qp->rx_write_rkey,
+		qp->rx_write_va + qp->rx_off, pkt->payload_len,
+		IBV_ACCESS_REMOTE_WRITE, NULL);
 }
 
 static int
@@ -340,9 +372,16 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 			return -1;
 		qp->rx_off = 0;
 	}
-	if (pkt->payload_len)
-		memcpy(qp->rx_write_base + qp->rx_off, pkt->payload,
-			pkt->payload_len);
+	if (pkt->payload_len) {
+		uint8_t *dst = write_dst(qp, pkt, f);
+
+		if (dst == NULL) {
+			reject(qp, pkt, DROCE_AETH_NAK_REM_ACC,
+				IBV_WC_REM_ACCESS_ERR);
+			return -1;
+		}
+		memcpy(dst, pkt->payload, pkt->payload_len);
+	}
 	qp->rx_off += pkt->payload_len;
 	qp->rx_write_left = left - pkt->payload_len;
 	if (!(f & DROCE_OPF_END)) {
@@ -385,22 +424,18 @@ static int
 exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
 	struct tp_res *r;
-	uint8_t *base = NULL;
 	uint32_t npsn;
 
 	if (qp->max_dest_rd_atomic == 0) {
 		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 		return -1;
 	}
-	if (pkt->reth_len) {
-		base = (qp->access & IBV_ACCESS_REMOTE_READ) ?
+	/* the whole range now; each response looks its piece up again */
+	if (pkt->reth_len && (!(qp->access & IBV_ACCESS_REMOTE_READ) ||
 			tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
-				pkt->reth_len, IBV_ACCESS_REMOTE_READ, NULL) : NULL;
-		if (base == NULL) {
-			resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC,
-				IBV_WC_REM_ACCESS_ERR);
-			return -1;
-		}
+			pkt->reth_len, IBV_ACCESS_REMOTE_READ, NULL) == NULL)) {
+		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
+		return -1;
 	}
 	npsn = tp_msg_npsn(qp, pkt->reth_len);
 	qp->msn = droce_psn_add(qp->msn, 1);
@@ -410,7 +445,6 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->va = pkt->reth_va;
 	r->rkey = pkt->reth_rkey;
 	r->len = pkt->reth_len;
-	r->base = base;
 	r->cur_psn = pkt->psn;
 	r->sent = 0;
 	tp_res_set_pending(qp, r);

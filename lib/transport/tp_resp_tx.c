@@ -77,18 +77,47 @@ zc_read_resp(struct droce_qp *qp, const struct tp_res *r,
 	return tp_tx_spans_done(qp, b, buf, hlen, 1, plen) == 0;
 }
 
+/*
+ * A READ whose memory went (the MR deregistered, the window invalidated)
+ * while its responses were going out: a Remote Access NAK at the next
+ * PSN, as a NIC whose key went answers, and no response after it; the QP
+ * errors once the NAK is out.
+ */
+static void
+read_memory_gone(struct droce_qp *qp, struct tp_res *r)
+{
+	unsigned int i;
+
+	for (i = 0; i < TP_MAX_RD_ATOMIC; i++)
+		if (qp->res[i].pending)
+			tp_res_clear_pending(qp, &qp->res[i]);
+	tp_resp_nak(qp, r->cur_psn, DROCE_AETH_NAK_REM_ACC);
+}
+
 /* One READ response packet or one atomic ACK from resource r (an ATOMIC
- * WRITE's is a READ response ONLY of no payload: its len is 0). */
+ * WRITE's is a READ response ONLY of no payload: its len is 0): 1 when
+ * it went, 0 when the turn must end. */
 static int
 send_res(struct droce_qp *qp, struct tp_res *r)
 {
 	struct droce_tp_queue *q = qp->queue;
 	struct droce_txbuf *b;
 	struct droce_pkt p;	/* BTH and after: the rest is qp->htmpl */
+	const uint8_t *src = NULL;
 	uint32_t plen = 0;
 	uint8_t *buf;
 	int hlen, first, last;
 
+	if (!r->is_atomic) {
+		plen = r->len - r->sent > qp->mtu ? qp->mtu : r->len - r->sent;
+		/* the key's memory now, not when the READ came: it may
+		 * have gone since */
+		if (plen && (src = tp_rkey_resolve(qp, r->rkey, r->va + r->sent,
+				plen, IBV_ACCESS_REMOTE_READ, NULL)) == NULL) {
+			read_memory_gone(qp, r);
+			return 0;
+		}
+	}
 	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
 	if (buf == NULL)
 		return 0;
@@ -103,7 +132,6 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		p.atmack_orig = r->orig;
 		tp_res_clear_pending(qp, r);
 	} else {
-		plen = r->len - r->sent > qp->mtu ? qp->mtu : r->len - r->sent;
 		first = r->sent == 0;
 		last = r->sent + plen >= r->len;
 		p.opcode = first && last ? DROCE_OP_RC_READ_RESP_ONLY :
@@ -116,7 +144,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 	p.payload_len = plen;
 	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
 	if (plen && !zc_read_resp(qp, r, b, buf, (uint32_t)hlen, plen)) {
-		memcpy(buf + hlen, r->base + r->sent, plen);
+		memcpy(buf + hlen, src, plen);
 		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
 	} else if (plen == 0) {
 		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));

@@ -535,6 +535,78 @@ test_dup_read(void)
 	pair_free(&p);
 }
 
+/* Frames of one direction past the first gone_keep ones, dropped while
+ * gone_drop is set: a message cut after its start. */
+static int gone_dir, gone_keep, gone_drop, gone_seen;
+
+static int
+cut_after(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
+{
+	struct droce_pkt pkt;
+
+	(void)l;
+	if (dir != gone_dir || droce_wire_parse(f, len, NULL, &pkt) != 0 ||
+			pkt.opcode == DROCE_OP_RC_ACK)
+		return 0;
+	return ++gone_seen > gone_keep && gone_drop;
+}
+
+/*
+ * The target MR deregistered between a 16 KB message's packets (lost after
+ * the first two, so the rest come again): a WRITE's later packets and a
+ * READ's later responses find its key gone and are answered with a Remote
+ * Access NAK, as a NIC's would be; nothing more lands in, or leaves from,
+ * the memory. The responder looked the key up again for each packet (before,
+ * it kept the first packet's pointer and wrote through it: memory droced
+ * may have unmapped).
+ */
+static void
+test_mr_gone(enum ibv_wr_opcode op)
+{
+	const uint32_t len = 16384;
+	struct tbuf t;
+	struct pair p;
+	struct fl_qp_opts o;
+	uint32_t i, landed = 0;
+	int s;
+
+	fl_qp_opts_default(&o);
+	o.mtu = IBV_MTU_1024;
+	o.timeout = 8;		/* ~1 ms: the rest soon comes again */
+	pair_make(&p, IBV_QPT_RC, &o, ACC_ALL, 0);
+	tbuf_init(&t, L.end[1].pd, len, ACC_ALL);
+	pattern(op == IBV_WR_RDMA_WRITE ? p.b[0].p : t.p, len, 9);
+	gone_dir = op == IBV_WR_RDMA_WRITE ? 0 : 1;
+	gone_keep = 2;
+	gone_seen = 0;
+	gone_drop = 1;
+	L.filter = cut_after;
+	CHECK_EQ(post_op(&p, op, len, (uint64_t)(uintptr_t)t.p,
+		droce_mr_rkey(t.mr), 1), 0, "post");
+	/* the first two packets placed (or sent back) at the responder */
+	for (i = 0; i < 1000 && L.cnt[gone_dir].delivered < 2; i++)
+		fl_step(&L, 1000);
+	CHECK(gone_seen > gone_keep && L.cnt[gone_dir].delivered >= 2,
+		"the message started: %d frames, %llu delivered", gone_seen,
+		(unsigned long long)L.cnt[gone_dir].delivered);
+	CHECK_EQ(droce_mr_dereg(t.mr), 0, "dereg mid-message");
+	gone_drop = 0;
+	s = wait_status(&p, 0, 1000000000, NULL);
+	CHECK(s == IBV_WC_REM_ACCESS_ERR, "%s after the MR went: status %d",
+		op == IBV_WR_RDMA_WRITE ? "WRITE" : "READ", s);
+	if (op == IBV_WR_RDMA_WRITE) {
+		for (i = 0; i < len; i++)
+			landed += t.p[i] != 0;
+		CHECK(landed <= 2 * 1024, "%u bytes landed after the first two "
+			"packets", landed);
+	} else {
+		CHECK(pattern_ok(t.p, len, 9), "the READ's source untouched");
+	}
+	L.filter = NULL;
+	free(t.p);
+	pair_free(&p);
+}
+
 /* Responses (READ and atomic) seen by the requester, in arrival order. */
 static struct {
 	uint32_t next_psn;	/* the PSN the next response should carry */
@@ -730,6 +802,8 @@ main(void)
 	test_srq_limit();
 	test_dup_atomic();
 	test_dup_read();
+	test_mr_gone(IBV_WR_RDMA_WRITE);
+	test_mr_gone(IBV_WR_RDMA_READ);
 	test_resp_order();
 	test_uc_broken();
 	test_ud_qkey();
