@@ -68,9 +68,14 @@ region_create(uint64_t size)
 			return -1;
 		}
 	}
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0)
+	/* unsealed, the application could shrink it under the data path
+	 * (SIGBUS): no session then */
+	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
 		DD_LOG(WARNING, "cannot seal an application region: %s",
 			strerror(errno));
+		close(fd);
+		return -1;
+	}
 	return fd;
 }
 

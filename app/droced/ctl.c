@@ -345,6 +345,21 @@ op_resize_cq(struct req_ctx *c)
 	return 0;
 }
 
+int
+dd_cq_move(struct dd_cq *cq, uint32_t q)
+{
+	if (cq->q == q)
+		return 0;
+	/* a proxy's completions come from QP1's queue alone */
+	if (cq->refs)
+		return -EBUSY;
+	if (droce_cq_move(cq->tcq, q) != 0)
+		return -EINVAL;
+	dd_queue_forget_cq(cq);
+	cq->q = q;
+	return 0;
+}
+
 static int
 op_destroy_cq(struct req_ctx *c)
 {
@@ -354,6 +369,8 @@ op_destroy_cq(struct req_ctx *c)
 
 	if (cq == NULL)
 		return -EINVAL;
+	if (cq->refs)
+		return -EBUSY;	/* a GSI proxy completes into it */
 	droce_port_lock(c->a->dp->port, cq->q);
 	rc = droce_cq_destroy(cq->tcq);
 	if (rc == 0) {

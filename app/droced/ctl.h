@@ -22,6 +22,9 @@ struct req_ctx {
 int dd_wq_alloc(struct dd_app *a, struct dd_wq *wq, uint32_t entries,
 		uint32_t slot, uint32_t queue, struct droce_chan_wq_rep *rep);
 void dd_wq_free(struct dd_app *a, struct dd_wq *wq);
+/* The CQ onto queue q (every queue held): 0, -EBUSY while a GSI proxy
+ * uses it, or the transport's refusal (QPs on it elsewhere). */
+int dd_cq_move(struct dd_cq *cq, uint32_t q);
 
 /* ctl_qp.c: QPs, SRQs, AHs, multicast */
 int op_create_srq(struct req_ctx *c);

@@ -121,14 +121,8 @@ place(struct dd_cq *scq, struct dd_cq *rcq, struct dd_srq *srq, uint32_t *qout)
 
 	for (i = 0; i < 3; i++) {
 		q = cand[i];
-		if (droce_cq_move(scq->tcq, q) != 0)
+		if (dd_cq_move(scq, q) != 0 || dd_cq_move(rcq, q) != 0)
 			continue;
-		dd_queue_forget_cq(scq);
-		scq->q = q;
-		if (droce_cq_move(rcq->tcq, q) != 0)
-			continue;
-		dd_queue_forget_cq(rcq);
-		rcq->q = q;
 		if (srq != NULL && srq->q != q) {
 			if (droce_srq_move(srq->tsrq, q) != 0)
 				continue;
@@ -176,23 +170,23 @@ create_gsi_proxy(struct req_ctx *c, struct dd_cq *scq, struct dd_cq *rcq)
 	if (qp == NULL)
 		return -ENOMEM;
 	dd_lock_all();
-	if (droce_cq_move(scq->tcq, gq) != 0 || droce_cq_move(rcq->tcq, gq) != 0)
+	if (dd_cq_move(scq, gq) != 0 || dd_cq_move(rcq, gq) != 0)
 		rc = -EINVAL;
-	if (rc == 0) {
-		dd_queue_forget_cq(scq);
-		dd_queue_forget_cq(rcq);
-		scq->q = rcq->q = gq;
+	if (rc == 0)
 		rc = dd_gsi_proxy_create(a, qp, r->cap.max_recv_wr ?
 			r->cap.max_recv_wr : 1);
-	}
 	dd_unlock_all();
 	if (rc != 0) {
 		free(qp);
 		return rc;
 	}
 	qp->app = a;
+	/* held until the proxy goes (dd_gsi_proxy_destroy): the
+	 * transport knows nothing of a proxy's CQs */
 	qp->scq = scq;
 	qp->rcq = rcq;
+	scq->refs++;
+	rcq->refs++;
 	qp->type = IBV_QPT_UD;
 	qp->sq_sig_all = r->sq_sig_all != 0;
 	p->cap = r->cap;

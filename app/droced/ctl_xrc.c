@@ -80,14 +80,8 @@ dd_create_srq_xrc(struct req_ctx *c, struct dd_pd *pd)
 	s->app = c->a;
 	s->q = DD_XRC_QUEUE;
 	dd_lock_all();
-	if (cq->q != DD_XRC_QUEUE) {
-		if (droce_cq_move(cq->tcq, DD_XRC_QUEUE) != 0) {
-			rc = -EINVAL;
-		} else {
-			dd_queue_forget_cq(cq);
-			cq->q = DD_XRC_QUEUE;
-		}
-	}
+	if (dd_cq_move(cq, DD_XRC_QUEUE) != 0)
+		rc = -EINVAL;
 	if (rc == 0) {
 		s->tsrq = droce_srq_create_xrc(pd->tpd, x->tx, cq->tcq, &ia);
 		if (s->tsrq == NULL)

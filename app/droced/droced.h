@@ -69,7 +69,8 @@ struct dd_cq {
 	uint32_t prod;		/* ours; never read back from the region */
 	uint32_t events;
 	uint32_t solicited_seen;	/* droce_cq_solicited_seq at the last flush */
-	uint32_t refs;		/* QPs on it */
+	uint32_t refs;		/* GSI proxies on it (the transport counts
+				 * its QPs): it may neither go nor move */
 	bool dirty;		/* on its queue's list of CQs to drain */
 	uint64_t off;		/* in the region */
 };
@@ -115,18 +116,21 @@ struct dd_gsi_rwqe {
 
 struct dd_mr {
 	struct droce_mr *tmr;
-	void *map;
+	void *map;		/* our reservation, the pieces mapped in it */
 	size_t map_len;
 	uint64_t len;
 	uint64_t va;		/* the application's address of host */
 	uint8_t *host;
 	uint32_t lkey, access;
+	int guard[DROCE_CHAN_MR_PIECES];	/* guard.c's slots */
+	uint32_t nguard;
 };
 
 struct dd_seg {
 	int fd;
 	uint64_t size;
 	uint64_t huge;		/* hugetlbfs: its page size, else 0 */
+	int guarded;		/* a SysV segment: it may shrink (guard.c) */
 };
 
 struct dd_pd {
@@ -268,10 +272,19 @@ int dd_serve_msg(struct dd_app *a, const uint8_t *msg, int *fds, int nfds,
 		uint32_t neigh_ms);
 
 /* mem.c: registered memory; fds that become segments are set to -1 */
+void dd_mem_init(void);
 int dd_reg_mr(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 		int *fds, int nfds, struct droce_chan_reg_mr_rep *rep);
 int dd_dereg_mr(struct dd_app *a, const struct droce_chan_dereg_mr_req *r);
 void dd_mr_free(struct dd_mr *mr);
+
+/* guard.c: SysV segments' mappings, which may shrink under us */
+int dd_guard_init(void);
+/* a slot, or -ENOSPC */
+int dd_guard_add(void *start, size_t len, size_t page, uint32_t app_id);
+void dd_guard_del(int slot);
+/* the applications whose guarded memory shrank since the last call */
+uint32_t dd_guard_hits(uint32_t *ids, uint32_t max);
 
 /* fast.c: the data path's hooks */
 int dd_poll_hook(void *arg, uint32_t q, enum droce_hook_phase phase);

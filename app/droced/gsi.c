@@ -186,6 +186,12 @@ dd_gsi_proxy_destroy(struct dd_qp *qp)
 		qp->app->gsi_qp = NULL;
 	free(qp->rfifo);
 	qp->rfifo = NULL;
+	/* its CQs may go or move again */
+	if (qp->scq != NULL)
+		qp->scq->refs--;
+	if (qp->rcq != NULL)
+		qp->rcq->refs--;
+	qp->scq = qp->rcq = NULL;
 }
 
 /* A send QP1 refused completes with an error, as every error does. */

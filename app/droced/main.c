@@ -306,6 +306,28 @@ on_signal(int sig)
 	dd.stop = 1;
 }
 
+/* Sessions whose shared memory shrank under one of our mappings (the
+ * guard replaced the pages): ended, as the application broke its side. */
+static void
+end_shrunk(void)
+{
+	uint32_t ids[DD_MAX_APPS], n = dd_guard_hits(ids, DD_MAX_APPS), i, k;
+
+	for (i = 0; i < n; i++)
+		for (k = 0; k < dd.nb_apps; k++) {
+			struct dd_app *a = dd.apps[k];
+
+			if (a->id != ids[i])
+				continue;
+			DD_LOG(WARNING, "app %u (pid %d, %s): memory it "
+				"registered shrank under droced: session ended",
+				a->id, (int)a->pid, a->comm);
+			a->st.refused_requests++;
+			dd_app_detach(a);
+			break;
+		}
+}
+
 static int
 serve(void)
 {
@@ -324,6 +346,7 @@ serve(void)
 		int n = epoll_wait(ep, evs, 16, 200), i;
 
 		dd_gsi_answer_orphans();	/* within 200 ms */
+		end_shrunk();
 
 		for (i = 0; i < n; i++) {
 			struct dd_app *a = evs[i].data.ptr;
@@ -556,6 +579,11 @@ main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
+	dd_mem_init();
+	if (dd_guard_init() != 0) {
+		perror("droced: SIGBUS handler");
+		return 1;
+	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	if (ports_start((uint32_t)nb_ports) != 0)

@@ -12,6 +12,8 @@
  * shrinking before they are mapped: whatever the application does to
  * its own mappings afterwards (munmap, mremap, ftruncate), our mapping
  * stays valid until the MR is deregistered or the application is gone.
+ * A SysV shared-memory segment cannot be sealed: its mappings are
+ * guarded instead (guard.c).
  */
 
 #include <errno.h>
@@ -28,26 +30,78 @@
 
 #define HUGETLBFS_MAGIC_ 0x958458f6
 
+/* The kernel's own mounts of SysV segments: shmem's (memfds live there
+ * too) and hugetlbfs's, one per huge page size (-1: none). */
+static int sysv_mnt[3] = { -1, -1, -1 };
+
+/* The mount a descriptor's file is on (/proc/self/fdinfo), or -1. */
+static int
+fd_mnt_id(int fd)
+{
+	char path[64], line[128];
+	int id = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "mnt_id: %d", &id) == 1)
+			break;
+	fclose(f);
+	return id;
+}
+
+/* The kernel makes SysV segments where it makes memfds (shmem's internal
+ * mount, hugetlbfs's for each page size): learn them from memfds of our
+ * own. */
+void
+dd_mem_init(void)
+{
+	/* MFD_HUGE_1GB: memfd's page size encoding is mmap's */
+	static const unsigned int flags[3] = { 0, MFD_HUGETLB,
+		MFD_HUGETLB | (30u << MAP_HUGE_SHIFT) };
+	uint32_t i;
+
+	for (i = 0; i < 3; i++) {
+		int fd = memfd_create("droced-probe", MFD_CLOEXEC | flags[i]);
+
+		if (fd < 0)
+			continue;
+		sysv_mnt[i] = fd_mnt_id(fd);
+		close(fd);
+	}
+}
+
 /*
- * A SysV segment's file lives on the kernel's internal shm mount (or a
- * hugetlbfs one), outside every namespace: its name reads
- * "/SYSV<key> (deleted)". A file on a mounted tmpfs or hugetlbfs, which
- * could be truncated, has its mount's path in front.
+ * A SysV segment's file reads "/SYSV<key> (deleted)" and lives on one of
+ * the kernel's internal mounts, outside every namespace, where only SysV
+ * names files so (a memfd's name starts "memfd:"). A file of that name
+ * on a mounted tmpfs, even one detached from every namespace, is on
+ * another mount: refused.
  */
 static int
 is_sysv_shm(int fd)
 {
 	char link[64], name[64];
 	ssize_t n;
+	int mnt, i;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, name, sizeof(name) - 1);
 	if (n <= 0)
 		return 0;
 	name[n] = '\0';
-	return strncmp(name, "/SYSV", 5) == 0 &&
-		strspn(name + 5, "0123456789abcdef") == 8 &&
-		strcmp(name + 13, " (deleted)") == 0;
+	if (strncmp(name, "/SYSV", 5) != 0 ||
+			strspn(name + 5, "0123456789abcdef") != 8 ||
+			strcmp(name + 13, " (deleted)") != 0)
+		return 0;
+	mnt = fd_mnt_id(fd);
+	for (i = 0; i < 3; i++)
+		if (mnt >= 0 && mnt == sysv_mnt[i])
+			return 1;
+	return 0;
 }
 
 static int
@@ -56,19 +110,20 @@ seg_add(struct dd_app *a, uint32_t id, int fd)
 	struct dd_seg *s;
 	struct statfs sf;
 	struct stat st;
-	int seals;
+	int seals, sealed;
 
 	if (id >= a->segs.cap || dd_table_get(&a->segs, id) != NULL)
 		return -EINVAL;
 	/* a memfd that may be sealed: then it cannot shrink under us
 	 * (SIGBUS in the data path otherwise); or a SysV shared-memory
-	 * segment, which never changes size */
-	if (!is_sysv_shm(fd)) {
-		seals = fcntl(fd, F_GET_SEALS);
-		if (seals < 0 || ((seals & F_SEAL_SHRINK) == 0 &&
-				fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) != 0))
-			return -EINVAL;
-	}
+	 * segment, whose mappings are guarded (guard.c). Nothing else: no
+	 * call here reaches the file's filesystem before that is known
+	 * (a FUSE file's server could hold up the main thread). */
+	seals = fcntl(fd, F_GET_SEALS);
+	sealed = seals >= 0 && ((seals & F_SEAL_SHRINK) ||
+		fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK) == 0);
+	if (!sealed && !is_sysv_shm(fd))
+		return -EINVAL;
 	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
@@ -76,6 +131,7 @@ seg_add(struct dd_app *a, uint32_t id, int fd)
 		return -ENOMEM;
 	s->fd = fd;
 	s->size = (uint64_t)st.st_size;
+	s->guarded = !sealed;
 	if (fstatfs(fd, &sf) == 0 &&
 			(unsigned long)sf.f_type == HUGETLBFS_MAGIC_)
 		s->huge = (uint64_t)sf.f_bsize;
@@ -85,14 +141,53 @@ seg_add(struct dd_app *a, uint32_t id, int fd)
 	return 0;
 }
 
+/* The MR's pages, once nothing reaches them: the transport's last
+ * reference went (droce_mr_on_release), or it never had one. */
+static void
+mr_release(void *arg)
+{
+	struct dd_mr *mr = arg;
+	uint32_t i;
+
+	if (mr->map != NULL)
+		munmap(mr->map, mr->map_len);
+	for (i = 0; i < mr->nguard; i++)
+		dd_guard_del(mr->guard[i]);
+	free(mr);
+}
+
+/*
+ * An MR off the table goes: its keys first, with every queue held, so
+ * that once they are let go no pass holds what a lookup returned; its
+ * pages when the transport's last reference (a zero-copy frame's) goes.
+ * 0, or -EBUSY (windows bound to it: nothing changed).
+ */
+static int
+mr_retire(struct dd_mr *mr, struct dd_app *a, uint32_t handle)
+{
+	int rc;
+
+	if (mr->tmr == NULL) {
+		mr_release(mr);
+		return 0;
+	}
+	droce_mr_on_release(mr->tmr, mr_release, mr);
+	dd_lock_all();
+	rc = droce_mr_dereg_start(mr->tmr);
+	if (rc == 0 && a != NULL)
+		dd_table_del(&a->mrs, handle);
+	dd_unlock_all();
+	if (rc != 0)
+		return rc;
+	droce_mr_dereg_finish(mr->tmr);
+	return 0;
+}
+
 void
 dd_mr_free(struct dd_mr *mr)
 {
-	if (mr->tmr != NULL && droce_mr_dereg(mr->tmr) != 0)
-		DD_LOG(WARNING, "an MR would not deregister");
-	if (mr->map != NULL)
-		munmap(mr->map, mr->map_len);
-	free(mr);
+	if (mr_retire(mr, NULL, 0) != 0)	/* its pages stay mapped */
+		DD_LOG(WARNING, "an MR with windows bound would not go");
 }
 
 static void
@@ -161,14 +256,17 @@ check_pieces(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
  * MR's first page). A hugetlbfs segment maps only in whole huge pages at
  * huge-page-aligned addresses: *base is then placed congruent to the
  * application's address modulo the huge page (as the application's own
- * mapping is), and such a piece is mapped over the huge pages around it,
- * which lie within the application's hugetlb mapping and so clobber no
- * other piece; the reservation has a huge page to spare on each side.
+ * mapping is), and such a piece is mapped over the huge pages around it.
+ * *base lies between one and two huge pages into the reservation, a
+ * piece reaches at most a huge page less 4 KB before its first byte and
+ * after its last: span + 3 huge pages hold every mapping, and each is
+ * checked to lie inside before it is made (MAP_FIXED replaces whatever
+ * is there). A piece of a guarded segment is guarded where it is mapped.
  * Returns the reservation (*res_len bytes) or NULL.
  */
 static void *
 map_pieces(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
-		uint64_t span, uint8_t **base, size_t *res_len)
+		uint64_t span, struct dd_mr *mr, uint8_t **base)
 {
 	uint64_t off = 0, huge = 0, app = r->addr & ~(uint64_t)(DD_PAGE - 1);
 	uint8_t *map, *b;
@@ -180,11 +278,12 @@ map_pieces(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 		if (s->huge > huge)
 			huge = s->huge;
 	}
-	*res_len = span + 2 * huge;
-	map = mmap(NULL, *res_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+	mr->map_len = span + 3 * huge;
+	map = mmap(NULL, mr->map_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
 		MAP_NORESERVE, -1, 0);
 	if (map == MAP_FAILED)
 		return NULL;
+	mr->map = map;
 	b = map;
 	if (huge) {
 		uintptr_t want = (uintptr_t)map + huge;
@@ -199,6 +298,7 @@ map_pieces(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 		struct dd_seg *s = dd_table_get(&a->segs, p->seg);
 		uintptr_t at = (uintptr_t)b + off, len = p->len;
 		uint64_t foff = p->seg_off;
+		int g;
 
 		if (s->huge) {
 			uintptr_t lead = at & (s->huge - 1);
@@ -206,24 +306,31 @@ map_pieces(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 			/* the application's mapping keeps offset and address
 			 * congruent: anything else cannot map */
 			if ((foff & (s->huge - 1)) != lead)
-				goto fail;
+				return NULL;
 			at -= lead;
 			foff -= lead;
 			len = (len + lead + s->huge - 1) & ~(uintptr_t)(s->huge - 1);
 			if (foff + len > s->size)
-				goto fail;
+				return NULL;
 		}
+		if (at < (uintptr_t)map ||
+				at + len > (uintptr_t)map + mr->map_len)
+			return NULL;
 		if (mmap((void *)at, len, PROT_READ | PROT_WRITE,
 				MAP_SHARED | MAP_FIXED, s->fd,
 				(off_t)foff) == MAP_FAILED)
-			goto fail;
+			return NULL;
+		if (s->guarded) {
+			g = dd_guard_add((void *)at, len, s->huge ? s->huge :
+				DD_PAGE, a->id);
+			if (g < 0)
+				return NULL;
+			mr->guard[mr->nguard++] = g;
+		}
 		off += p->len;
 	}
 	*base = b;
 	return map;
-fail:
-	munmap(map, *res_len);
-	return NULL;
 }
 
 int
@@ -249,8 +356,7 @@ dd_reg_mr(struct dd_app *a, const struct droce_chan_reg_mr_req *r,
 	if (mr == NULL)
 		return -ENOMEM;
 	err = check_pieces(a, r, fds, nfds, span, &added);
-	if (err == 0 && (mr->map = map_pieces(a, r, span, &base,
-			&mr->map_len)) == NULL)
+	if (err == 0 && map_pieces(a, r, span, mr, &base) == NULL)
 		err = -EINVAL;
 	if (err == 0) {
 		mr->len = r->len;
@@ -286,13 +392,14 @@ dd_dereg_mr(struct dd_app *a, const struct droce_chan_dereg_mr_req *r)
 
 	if (mr == NULL || r->nrelease > DROCE_CHAN_MR_PIECES)
 		return -EINVAL;
-	rc = droce_mr_dereg(mr->tmr);
-	if (rc != 0)
-		return rc;
-	mr->tmr = NULL;
+	/* off the data path before its pages go: a pass may be copying
+	 * into them, and the GSI proxy looks MRs up in the table */
 	a->st.mr_bytes -= mr->len;
-	dd_table_del(&a->mrs, r->handle);
-	dd_mr_free(mr);
+	rc = mr_retire(mr, a, r->handle);
+	if (rc != 0) {
+		a->st.mr_bytes += mr->len;
+		return rc;
+	}
 	/* segments no MR of the application will name again: our
 	 * mappings of them (other MRs') stay */
 	for (i = 0; i < r->nrelease; i++)

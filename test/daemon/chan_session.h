@@ -13,7 +13,20 @@
 
 #include <stdint.h>
 
+#include <stdio.h>
+#include <stdlib.h>
+
 #include "droce_chan.h"
+
+/* A failed check ends the test program. */
+#define CS_CHECK(c, ...) do { \
+	if (!(c)) { \
+		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
+		fprintf(stderr, __VA_ARGS__); \
+		fprintf(stderr, "\n"); \
+		exit(1); \
+	} \
+} while (0)
 
 struct cs {
 	int sock;
@@ -31,7 +44,7 @@ struct cs_buf {
 };
 
 struct cs_cq {
-	uint32_t handle, size;
+	uint32_t handle, size, queue;
 	struct droce_chan_cq *sh;
 	struct ibv_wc *wc;
 	uint32_t cons;
@@ -69,5 +82,22 @@ void cs_post_recv(struct cs *s, struct cs_qp *qp, uint64_t wr_id,
 		const struct ibv_sge *sge);
 /* wait up to ms for one completion: 1, or 0 on timeout */
 int cs_poll(struct cs_cq *cq, struct ibv_wc *wc, int ms);
+
+/* A session with a PD, a 1 MB registered buffer, a CQ and an RC QP. */
+struct cs_side {
+	struct cs s;
+	uint32_t pd;
+	struct cs_buf b;
+	struct cs_cq cq;
+	struct cs_qp qp;
+};
+
+void cs_side_open(struct cs_side *x, const char *path);
+/* connect a's and b's QPs to each other */
+void cs_pair(struct cs_side *a, struct cs_side *b);
+void cs_expect_wc(struct cs_cq *cq, enum ibv_wc_status st, const char *what);
+void cs_fill(uint8_t *p, size_t n, unsigned int seed);
+/* WRITE a -> b, SEND b -> a, READ a <- b of 64 KB each; every byte checked */
+void cs_traffic(struct cs_side *a, struct cs_side *b, unsigned int seed);
 
 #endif

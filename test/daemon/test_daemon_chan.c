@@ -31,108 +31,7 @@
 
 #include "chan_session.h"
 
-#define CHECK(c, ...) do { \
-	if (!(c)) { \
-		fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-		fprintf(stderr, __VA_ARGS__); \
-		fprintf(stderr, "\n"); \
-		exit(1); \
-	} \
-} while (0)
-
-struct side {
-	struct cs s;
-	uint32_t pd;
-	struct cs_buf b;
-	struct cs_cq cq;
-	struct cs_qp qp;
-};
-
-static void
-side_open(struct side *x, const char *path)
-{
-	int rc = cs_open(&x->s, path);
-
-	CHECK(rc == 0, "attach to %s: %s", path, strerror(-rc));
-	CHECK(cs_pd(&x->s, &x->pd) == 0, "pd");
-	CHECK(cs_buf(&x->s, x->pd, 1 << 20, &x->b) == 0, "reg_mr");
-	CHECK(cs_cq(&x->s, 256, &x->cq) == 0, "cq");
-	CHECK(cs_qp(&x->s, x->pd, IBV_QPT_RC, &x->cq, &x->qp) == 0, "qp");
-}
-
-static void
-pair(struct side *a, struct side *b)
-{
-	int rc = cs_connect(&a->s, &a->qp, b->s.hello.gids[1].gid, b->qp.qpn);
-
-	CHECK(rc == 0, "connect a: %s", strerror(-rc));
-	rc = cs_connect(&b->s, &b->qp, a->s.hello.gids[1].gid, a->qp.qpn);
-	CHECK(rc == 0, "connect b: %s", strerror(-rc));
-}
-
-static void
-expect_wc(struct cs_cq *cq, enum ibv_wc_status st, const char *what)
-{
-	struct ibv_wc wc;
-
-	CHECK(cs_poll(cq, &wc, 20000) == 1, "%s: no completion", what);
-	CHECK(wc.status == st, "%s: status %d, want %d", what, wc.status, st);
-}
-
-static void
-fill(uint8_t *p, size_t n, unsigned int seed)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		p[i] = (uint8_t)(seed * 131 + i * 7);
-}
-
-/* WRITE a -> b, SEND b -> a, READ a <- b; every byte checked. */
-static void
-traffic(struct side *a, struct side *b, unsigned int seed)
-{
-	struct droce_chan_swqe w = { 0 };
-	struct ibv_sge sge;
-	const size_t n = 65536;
-
-	fill(a->b.addr, n, seed);
-	memset(b->b.addr, 0, n);
-	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr, (uint32_t)n, a->b.lkey };
-	w.wr_id = 1;
-	w.opcode = IBV_WR_RDMA_WRITE;
-	w.send_flags = IBV_SEND_SIGNALED;
-	w.num_sge = 1;
-	w.remote_addr = (uint64_t)(uintptr_t)b->b.addr;
-	w.rkey = b->b.rkey;
-	cs_post_send(&a->s, &a->qp, &w, &sge);
-	expect_wc(&a->cq, IBV_WC_SUCCESS, "write");
-	CHECK(memcmp(a->b.addr, b->b.addr, n) == 0, "write: bytes differ");
-
-	/* SEND b -> a into a's second half */
-	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr + n, (uint32_t)n, a->b.lkey };
-	cs_post_recv(&a->s, &a->qp, 7, &sge);
-	fill(b->b.addr + n, n, seed + 1);
-	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)b->b.addr + n, (uint32_t)n, b->b.lkey };
-	w.opcode = IBV_WR_SEND;
-	w.remote_addr = 0;
-	cs_post_send(&b->s, &b->qp, &w, &sge);
-	expect_wc(&b->cq, IBV_WC_SUCCESS, "send");
-	expect_wc(&a->cq, IBV_WC_SUCCESS, "recv");
-	CHECK(memcmp(a->b.addr + n, b->b.addr + n, n) == 0, "send: bytes differ");
-
-	/* READ b's third quarter into a's */
-	fill(b->b.addr + 2 * n, n, seed + 2);
-	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr + 2 * n, (uint32_t)n,
-		a->b.lkey };
-	w.opcode = IBV_WR_RDMA_READ;
-	w.remote_addr = (uint64_t)(uintptr_t)b->b.addr + 2 * n;
-	w.rkey = b->b.rkey;
-	cs_post_send(&a->s, &a->qp, &w, &sge);
-	expect_wc(&a->cq, IBV_WC_SUCCESS, "read");
-	CHECK(memcmp(a->b.addr + 2 * n, b->b.addr + 2 * n, n) == 0,
-		"read: bytes differ");
-}
+#define CHECK CS_CHECK
 
 /* Another session's objects: its handles name nothing here, its lkey
  * is refused by the transport (another PD), its memory untouched. */
@@ -140,7 +39,7 @@ traffic(struct side *a, struct side *b, unsigned int seed)
  * XRC SRQ or an XRC_RECV QP in it are refused, and it stays x's. And
  * x's XRC_RECV QP, which has no rings, rung and reset. */
 static void
-xrc_domain_isolation(struct side *a, struct side *x)
+xrc_domain_isolation(struct cs_side *a, struct cs_side *x)
 {
 	struct droce_chan_handle h;
 	struct droce_chan_create_srq_req sr = { .pd = a->pd, .max_wr = 4,
@@ -193,9 +92,9 @@ xrc_domain_isolation(struct side *a, struct side *x)
 }
 
 static void
-isolation(struct side *a, struct side *b, const char *path_a, const char *path_b)
+isolation(struct cs_side *a, struct cs_side *b, const char *path_a, const char *path_b)
 {
-	struct side x, y;
+	struct cs_side x, y;
 	struct droce_chan_query_qp_req q = { .handle = a->qp.handle + 1000 };
 	struct droce_chan_query_qp_rep qr;
 	struct droce_chan_handle h = { .handle = a->cq.handle + 100 };
@@ -203,9 +102,9 @@ isolation(struct side *a, struct side *b, const char *path_a, const char *path_b
 	struct ibv_sge sge;
 	int rc;
 
-	side_open(&x, path_a);
-	side_open(&y, path_b);
-	pair(&x, &y);
+	cs_side_open(&x, path_a);
+	cs_side_open(&y, path_b);
+	cs_pair(&x, &y);
 	/* handles are per application: a number that is a's is nothing of x's */
 	q.handle = x.qp.handle + 1;
 	rc = cs_rpc(&x.s, DROCE_OP_QUERY_QP, &q, &qr, NULL, 0, NULL, NULL);
@@ -215,7 +114,7 @@ isolation(struct side *a, struct side *b, const char *path_a, const char *path_b
 	xrc_domain_isolation(a, &x);
 	/* a's lkey and address on x's QP: a local protection error, and
 	 * nothing of a's leaves */
-	fill(a->b.addr, 4096, 99);
+	cs_fill(a->b.addr, 4096, 99);
 	memset(y.b.addr, 0xee, 4096);
 	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr, 4096, a->b.lkey };
 	w.opcode = IBV_WR_RDMA_WRITE;
@@ -224,11 +123,11 @@ isolation(struct side *a, struct side *b, const char *path_a, const char *path_b
 	w.remote_addr = (uint64_t)(uintptr_t)y.b.addr;
 	w.rkey = y.b.rkey;
 	cs_post_send(&x.s, &x.qp, &w, &sge);
-	expect_wc(&x.cq, IBV_WC_LOC_PROT_ERR, "write with another's lkey");
+	cs_expect_wc(&x.cq, IBV_WC_LOC_PROT_ERR, "write with another's lkey");
 	CHECK(y.b.addr[0] == 0xee && y.b.addr[4095] == 0xee,
 		"another's memory went out");
 	/* and remotely: y's rkey is not b's */
-	fill(b->b.addr, 4096, 5);
+	cs_fill(b->b.addr, 4096, 5);
 	memset(x.b.addr, 0, 4096);
 	cs_close(&x.s);
 	cs_close(&y.s);
@@ -322,7 +221,7 @@ neighbour_aside(const char *path)
 
 /* An ATOMIC WRITE WQE with len bytes of inline data after its header. */
 static void
-post_awr_inline(struct side *x, const void *data, uint32_t len, uint64_t raddr,
+post_awr_inline(struct cs_side *x, const void *data, uint32_t len, uint64_t raddr,
 		uint32_t rkey, uint64_t id)
 {
 	struct droce_chan_swqe w = { 0 };
@@ -346,7 +245,7 @@ post_awr_inline(struct side *x, const void *data, uint32_t len, uint64_t raddr,
  * refused (the transport's EINVAL): that QP errors, the pair is unharmed.
  */
 static void
-atomic_write_chan(const char *path, struct side *a, struct side *b)
+atomic_write_chan(const char *path, struct cs_side *a, struct cs_side *b)
 {
 	static const uint8_t word[16] = { 0x11, 0x22, 0x33, 0x44, 0x55, 0x66,
 		0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0xdd, 0xee, 0xf0, 0x0f };
@@ -354,13 +253,13 @@ atomic_write_chan(const char *path, struct side *a, struct side *b)
 	struct ibv_sge sge;
 	struct ibv_wc wc;
 	uint8_t *t = b->b.addr + 4096, want[64];
-	struct side h;
+	struct cs_side h;
 	int rc;
 
 	memset(t, 0xc3, 64);
 	memcpy(want, t, 64);
 	post_awr_inline(a, word, 8, (uint64_t)(uintptr_t)t + 8, b->b.rkey, 1);
-	expect_wc(&a->cq, IBV_WC_SUCCESS, "atomic write, inline");
+	cs_expect_wc(&a->cq, IBV_WC_SUCCESS, "atomic write, inline");
 	memcpy(want + 8, word, 8);
 	memcpy(a->b.addr, word + 8, 8);
 	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)a->b.addr, 8, a->b.lkey };
@@ -371,11 +270,11 @@ atomic_write_chan(const char *path, struct side *a, struct side *b)
 	w.remote_addr = (uint64_t)(uintptr_t)t + 32;
 	w.rkey = b->b.rkey;
 	cs_post_send(&a->s, &a->qp, &w, &sge);
-	expect_wc(&a->cq, IBV_WC_SUCCESS, "atomic write, SGE");
+	cs_expect_wc(&a->cq, IBV_WC_SUCCESS, "atomic write, SGE");
 	memcpy(want + 32, word + 8, 8);
 	CHECK(memcmp(t, want, 64) == 0, "atomic write: the words or around them");
 
-	side_open(&h, path);
+	cs_side_open(&h, path);
 	rc = cs_connect(&h.s, &h.qp, b->s.hello.gids[1].gid, 0xabcf);
 	CHECK(rc == 0, "connect the QP: %s", strerror(-rc));
 	post_awr_inline(&h, word, 16, (uint64_t)(uintptr_t)t, b->b.rkey, 3);
@@ -393,14 +292,14 @@ atomic_write_chan(const char *path, struct side *a, struct side *b)
  * as a QP in the error state completes them: the first flushed, the
  * refused one with its error, the next flushed. */
 static void
-refused_in_order(const char *path, struct side *a)
+refused_in_order(const char *path, struct cs_side *a)
 {
 	struct droce_chan_swqe w = { 0 };
 	struct ibv_wc wc;
-	struct side h;
+	struct cs_side h;
 	uint64_t i;
 
-	side_open(&h, path);
+	cs_side_open(&h, path);
 	/* to a QP nobody has: the first SEND waits for its ACK */
 	CHECK(cs_connect(&h.s, &h.qp, a->s.hello.gids[1].gid, 0xabce) == 0,
 		"connect the QP");
@@ -448,9 +347,9 @@ refused_in_order(const char *path, struct side *a)
 }
 
 static void
-scribble(const char *path, struct side *a)
+scribble(const char *path, struct cs_side *a)
 {
-	struct side h;
+	struct cs_side h;
 	struct droce_chan_region *r;
 	struct droce_chan_db *db;
 	struct droce_chan_hdr hdr = { .op = DROCE_OP_CREATE_QP, .seq = 1 };
@@ -458,7 +357,7 @@ scribble(const char *path, struct side *a)
 	uint32_t i;
 	int fd;
 
-	side_open(&h, path);
+	cs_side_open(&h, path);
 	/* connected (to a QP nobody has), so that its WQEs are executed */
 	CHECK(cs_connect(&h.s, &h.qp, a->s.hello.gids[1].gid, 0xabcd) == 0,
 		"connect the hostile QP");
@@ -499,7 +398,7 @@ scribble(const char *path, struct side *a)
 	usleep(100000);
 	cs_close(&h.s);
 
-	side_open(&h, path);
+	cs_side_open(&h, path);
 	{
 		struct droce_chan_reg_mr_req m = { 0 };
 		int p[2];
@@ -548,20 +447,20 @@ scribble(const char *path, struct side *a)
 int
 main(int argc, char **argv)
 {
-	struct side a, b;
+	struct cs_side a, b;
 	int rc;
 
 	if (argc != 3) {
 		fprintf(stderr, "usage: %s SOCK_A SOCK_B\n", argv[0]);
 		return 2;
 	}
-	side_open(&a, argv[1]);
-	side_open(&b, argv[2]);
-	pair(&a, &b);
-	traffic(&a, &b, 1);
+	cs_side_open(&a, argv[1]);
+	cs_side_open(&b, argv[2]);
+	cs_pair(&a, &b);
+	cs_traffic(&a, &b, 1);
 	printf("traffic: ok\n");
 	isolation(&a, &b, argv[1], argv[2]);
-	traffic(&a, &b, 2);
+	cs_traffic(&a, &b, 2);
 	atomic_write_chan(argv[1], &a, &b);
 	refused_in_order(argv[1], &b);
 	neighbour_aside(argv[1]);
@@ -575,7 +474,7 @@ main(int argc, char **argv)
 		CHECK(rc == 0, "the daemon after the hostile session: %s", strerror(-rc));
 		cs_close(&t);
 	}
-	traffic(&a, &b, 3);
+	cs_traffic(&a, &b, 3);
 	printf("traffic after hostile: ok\n");
 	cs_close(&a.s);
 	cs_close(&b.s);

@@ -1,0 +1,529 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * test_daemon_hostile CASE SOCK_A SOCK_B RUN_DIR: one attack on droced A by an
+ * application on the channel itself, with a pair of bystanders (one
+ * session on each daemon) moving data before and after it, every byte
+ * checked, and a new pair served afterwards. daemon-pair.sh then checks
+ * that both daemons lived to the end and stopped cleanly. Each case is a
+ * hole that once let one application crash, stall or reach past droced
+ * (doc/daemon.md, "Security model"); test/daemon/meson.build runs each.
+ */
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "chan_session.h"
+
+#define CHECK CS_CHECK
+#define HUGE (2u << 20)
+
+static const char *path_a, *path_b;
+
+/* REG_MR of one piece of fd (a new segment) at addr: 0 or -errno. */
+static int
+reg_fd(struct cs *s, uint32_t pd, int fd, uint64_t seg_off, uint64_t addr,
+		uint64_t len, struct cs_buf *b)
+{
+	struct droce_chan_reg_mr_req r = { 0 };
+	struct droce_chan_reg_mr_rep p;
+	uint64_t first = addr & ~4095ull;
+	int rc;
+
+	r.pd = pd;
+	r.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ;
+	r.addr = addr;
+	r.len = len;
+	r.iova = addr;
+	r.npieces = 1;
+	r.pieces[0].seg = s->next_seg++;
+	r.pieces[0].flags = DROCE_PIECE_NEW;
+	r.pieces[0].seg_off = seg_off;
+	r.pieces[0].len = ((addr + len + 4095) & ~4095ull) - first;
+	rc = cs_rpc(s, DROCE_OP_REG_MR, &r, &p, &fd, 1, NULL, NULL);
+	if (rc == 0 && b != NULL) {
+		b->addr = (uint8_t *)(uintptr_t)addr;
+		b->len = len;
+		b->mr = p.handle;
+		b->lkey = p.lkey;
+		b->rkey = p.rkey;
+	}
+	return rc;
+}
+
+static int
+dereg(struct cs *s, uint32_t mr, uint32_t release_seg)
+{
+	struct droce_chan_dereg_mr_req r = { .handle = mr, .nrelease = 1 };
+
+	r.release[0] = release_seg;
+	return cs_rpc(s, DROCE_OP_DEREG_MR, &r, NULL, NULL, 0, NULL, NULL);
+}
+
+/* A WRITE of len bytes from x's buffer to (raddr, rkey), signaled. */
+static void
+post_write(struct cs_side *x, uint64_t raddr, uint32_t rkey, uint32_t len,
+		uint64_t id)
+{
+	struct droce_chan_swqe w = { 0 };
+	struct ibv_sge sge = { (uint64_t)(uintptr_t)x->b.addr, len, x->b.lkey };
+
+	w.wr_id = id;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.num_sge = 1;
+	w.remote_addr = raddr;
+	w.rkey = rkey;
+	cs_post_send(&x->s, &x->qp, &w, &sge);
+}
+
+/* Whether the session's socket was hung up by the daemon within ms. */
+static int
+session_ended(struct cs *s, int ms)
+{
+	struct pollfd p = { .fd = s->sock, .events = POLLIN };
+	char c;
+
+	while (poll(&p, 1, ms) == 1) {
+		if (p.revents & (POLLHUP | POLLERR))
+			return 1;
+		if (recv(s->sock, &c, 1, MSG_DONTWAIT) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* A process's mappings (/proc/PID/maps): n ranges and their files. */
+struct maps {
+	uint32_t n;
+	struct {
+		uintptr_t lo, hi;
+		char name[64];
+	} m[4096];
+};
+
+static void
+maps_read(pid_t pid, struct maps *out)
+{
+	char path[64], line[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "r");
+	CHECK(f != NULL, "%s: %s", path, strerror(errno));
+	out->n = 0;
+	while (out->n < 4096 && fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi;
+		char *slash = strchr(line, '/');
+
+		if (sscanf(line, "%lx-%lx", &lo, &hi) != 2)
+			continue;
+		out->m[out->n].lo = lo;
+		out->m[out->n].hi = hi;
+		snprintf(out->m[out->n].name, sizeof(out->m[out->n].name), "%s",
+			slash != NULL ? slash : "");
+		out->n++;
+	}
+	fclose(f);
+}
+
+static pid_t
+daemon_pid(const char *run, const char *which)
+{
+	char path[512];
+	int pid = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.pid", run, which);
+	f = fopen(path, "r");
+	CHECK(f != NULL && fscanf(f, "%d", &pid) == 1, "%s", path);
+	fclose(f);
+	return (pid_t)pid;
+}
+
+/*
+ * An 8 KB MR over the last 4 KB page of one huge page and the first of
+ * the next, on a hugetlb memfd: droced maps that piece over both huge
+ * pages, and its reservation was a huge page short (span + 2 huge pages),
+ * so MAP_FIXED replaced up to 2 MB less 8 KB of whatever droced had mapped
+ * after it (a CQ's ring in malloc's heap: the next DESTROY_CQ aborted
+ * droced). Whether something lay there depends on droced's layout: each
+ * round first registers an MR of 2 MB and 1 to 8 pages (its reservation,
+ * where the next one lands below it, starts off a huge page boundary:
+ * the overrun then reaches into it), and then
+ * checks droced's own map (/proc/PID/maps) that no mapping of the hugetlb
+ * file covers anything mapped before the registration; and CQs are made
+ * and destroyed around it.
+ */
+static void
+huge_overrun(const char *run)
+{
+	static struct maps before, after;
+	pid_t pid = daemon_pid(run, "a");
+	int round;
+
+	for (round = 0; round < 8; round++) {
+		struct cs_side h;
+		struct cs_cq cq[4];
+		struct droce_chan_handle d;
+		struct cs_buf b, small;
+		uint32_t i, k;
+		uint8_t *m;
+		int fd, rc;
+
+		fd = memfd_create("hostile-huge", MFD_HUGETLB | MFD_ALLOW_SEALING);
+		if (fd < 0 || ftruncate(fd, 2 * HUGE) != 0) {
+			printf("no hugepages for a hugetlb memfd: skip\n");
+			exit(77);
+		}
+		m = mmap(NULL, 2 * HUGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		CHECK(m != MAP_FAILED, "map the hugetlb memfd");
+		cs_side_open(&h, path_a);
+		for (i = 0; i < 4; i++)
+			CHECK(cs_cq(&h.s, 4096, &cq[i]) == 0, "cq");
+		CHECK(cs_buf(&h.s, h.pd, HUGE + 4096 * (uint64_t)(round + 1),
+			&small) == 0, "an MR of 2 MB and some pages");
+		maps_read(pid, &before);
+		rc = reg_fd(&h.s, h.pd, fd, HUGE - 4096,
+			(uint64_t)(uintptr_t)m + HUGE - 4096, 8192, &b);
+		CHECK(rc == 0, "register across two huge pages: %d", rc);
+		maps_read(pid, &after);
+		for (i = 0; i < after.n; i++) {
+			if (strstr(after.m[i].name, "hostile-huge") == NULL)
+				continue;
+			for (k = 0; k < before.n; k++)
+				CHECK(after.m[i].hi <= before.m[k].lo ||
+					after.m[i].lo >= before.m[k].hi,
+					"round %d: droced mapped the hugetlb file at "
+					"%lx-%lx over its own %lx-%lx %s", round,
+					(unsigned long)after.m[i].lo,
+					(unsigned long)after.m[i].hi,
+					(unsigned long)before.m[k].lo,
+					(unsigned long)before.m[k].hi, before.m[k].name);
+		}
+		for (i = 0; i < 4; i++) {
+			d.handle = cq[i].handle;
+			CHECK(cs_rpc(&h.s, DROCE_OP_DESTROY_CQ, &d, NULL, NULL, 0,
+				NULL, NULL) == 0, "destroy a CQ");
+		}
+		CHECK(dereg(&h.s, b.mr, h.s.next_seg - 1) == 0, "dereg");
+		cs_close(&h.s);
+		munmap(m, 2 * HUGE);
+		munmap(small.addr, small.len);
+		close(fd);
+	}
+	printf("huge-page overrun: 8 rounds\n");
+}
+
+/*
+ * A file that reads like a SysV segment ("/SYSV00000000 (deleted)") but is
+ * a tmpfs file on a mount detached from every namespace: it could be
+ * truncated under droced's mapping (SIGBUS for every tenant). Refused;
+ * were it taken, it is truncated and written to, and the bystanders'
+ * traffic after it shows whether droced survived.
+ */
+static void
+fake_sysv(void)
+{
+	char dir[] = "/tmp/droce-fake-sysv.XXXXXX", file[64];
+	struct cs_side h, p;
+	struct cs_buf b;
+	uint8_t *m;
+	int fd, rc;
+
+	CHECK(unshare(CLONE_NEWNS) == 0, "unshare the mount namespace: %s",
+		strerror(errno));
+	CHECK(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) == 0,
+		"private mounts");
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp");
+	CHECK(mount("none", dir, "tmpfs", 0, NULL) == 0, "mount tmpfs: %s",
+		strerror(errno));
+	snprintf(file, sizeof(file), "%s/SYSV00000000", dir);
+	fd = open(file, O_RDWR | O_CREAT, 0600);
+	CHECK(fd >= 0 && ftruncate(fd, 1 << 20) == 0, "the fake segment");
+	unlink(file);
+	CHECK(umount2(dir, MNT_DETACH) == 0, "detach the mount");
+	rmdir(dir);
+	m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	CHECK(m != MAP_FAILED, "map it");
+	cs_side_open(&h, path_a);
+	rc = reg_fd(&h.s, h.pd, fd, 0, (uint64_t)(uintptr_t)m, 1 << 20, &b);
+	if (rc == 0) {
+		/* taken: shrink it under droced, and have it touched */
+		CHECK(ftruncate(fd, 0) == 0, "truncate");
+		cs_side_open(&p, path_b);
+		cs_pair(&h, &p);
+		post_write(&p, (uint64_t)(uintptr_t)m, b.rkey, 65536, 5);
+		usleep(500000);
+	}
+	CHECK(rc == -EINVAL, "a tmpfs file named like a SysV segment: %d, "
+		"want -EINVAL", rc);
+	cs_close(&h.s);
+	munmap(m, 1 << 20);
+	close(fd);
+	printf("fake SysV segment: refused\n");
+}
+
+/*
+ * A real SysV segment (shared as it is: it cannot be sealed), registered,
+ * then truncated through /proc/self/map_files, then written to by the
+ * peer: droced's access to the pages past its new end faults. It maps
+ * anonymous pages over them (the access completes on zeroes) and ends
+ * that application's session; nobody else notices.
+ */
+static void
+sysv_truncated(void)
+{
+	const size_t len = 1 << 20;
+	char mf[96];
+	struct cs_side h, p, *y = &p;
+	struct cs_buf b;
+	uint8_t *m;
+	int id, fd, rc;
+
+	id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+	CHECK(id >= 0, "shmget: %s", strerror(errno));
+	m = shmat(id, NULL, 0);
+	shmctl(id, IPC_RMID, NULL);
+	CHECK(m != (void *)-1, "shmat");
+	snprintf(mf, sizeof(mf), "/proc/self/map_files/%lx-%lx",
+		(unsigned long)(uintptr_t)m, (unsigned long)(uintptr_t)m + len);
+	fd = open(mf, O_RDWR);
+	CHECK(fd >= 0, "%s: %s", mf, strerror(errno));
+	cs_side_open(&h, path_a);
+	rc = reg_fd(&h.s, h.pd, fd, 0, (uint64_t)(uintptr_t)m, len, &b);
+	CHECK(rc == 0, "register the SysV segment: %d", rc);
+	cs_side_open(&p, path_b);
+	cs_pair(&h, y);
+	cs_fill(y->b.addr, 65536, 3);
+	post_write(y, (uint64_t)(uintptr_t)m, b.rkey, 65536, 6);
+	cs_expect_wc(&y->cq, IBV_WC_SUCCESS, "write into the segment");
+	CHECK(memcmp(m, y->b.addr, 65536) == 0, "the WRITE landed in it");
+	CHECK(ftruncate(fd, 0) == 0, "truncate the segment: %s", strerror(errno));
+	post_write(y, (uint64_t)(uintptr_t)m, b.rkey, 65536, 7);
+	CHECK(session_ended(&h.s, 10000), "the truncating session was not "
+		"ended");
+	cs_close(&h.s);
+	cs_close(&p.s);
+	close(fd);
+	shmdt(m);
+	printf("SysV segment truncated: its session ended\n");
+}
+
+/*
+ * MRs deregistered while WRITEs into them and READs from them are on the
+ * wire: the responder kept a pointer into the MR from a message's first
+ * packet, and droced unmapped the pages at DEREG_MR (a crash). Twenty
+ * rounds of 4 x 256 KB each way, deregistered at once.
+ */
+static void
+dereg_in_flight(void)
+{
+	const uint32_t len = 256 * 1024;
+	int round, i;
+
+	for (round = 0; round < 20; round++) {
+		struct cs_side h, p;
+		struct droce_chan_swqe w = { 0 };
+		struct cs_buf b;
+		struct ibv_wc wc;
+		struct ibv_sge sge;
+		uint8_t *m;
+		int fd;
+
+		cs_side_open(&h, path_a);
+		cs_side_open(&p, path_b);
+		cs_pair(&h, &p);
+		fd = memfd_create("hostile-dereg", MFD_ALLOW_SEALING);
+		CHECK(fd >= 0 && ftruncate(fd, 4 * len) == 0, "memfd");
+		m = mmap(NULL, 4 * len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		CHECK(m != MAP_FAILED, "map");
+		CHECK(reg_fd(&h.s, h.pd, fd, 0, (uint64_t)(uintptr_t)m, 4 * len,
+			&b) == 0, "register");
+		for (i = 0; i < 4; i++) {
+			if (round & 1) {
+				post_write(&p, (uint64_t)(uintptr_t)m + i * len,
+					b.rkey, len, (uint64_t)i);
+				continue;
+			}
+			sge = (struct ibv_sge){ (uint64_t)(uintptr_t)p.b.addr,
+				len, p.b.lkey };
+			w.wr_id = (uint64_t)i;
+			w.opcode = IBV_WR_RDMA_READ;
+			w.send_flags = IBV_SEND_SIGNALED;
+			w.num_sge = 1;
+			w.remote_addr = (uint64_t)(uintptr_t)m + i * len;
+			w.rkey = b.rkey;
+			cs_post_send(&p.s, &p.qp, &w, &sge);
+		}
+		usleep(round * 500);
+		CHECK(dereg(&h.s, b.mr, h.s.next_seg - 1) == 0, "dereg");
+		munmap(m, 4 * len);
+		close(fd);
+		/* success or a remote access error: either, as long as it comes */
+		for (i = 0; i < 4; i++)
+			CHECK(cs_poll(&p.cq, &wc, 30000) == 1,
+				"round %d: completion %d of 4", round, i + 1);
+		cs_close(&h.s);
+		cs_close(&p.s);
+	}
+	printf("MRs deregistered in flight: 20 rounds\n");
+}
+
+/* A GSI proxy (the application's QP1) on scq and rcq: 0 or -errno. */
+static int
+gsi_proxy(struct cs *s, uint32_t pd, uint32_t scq, uint32_t rcq,
+		struct cs_qp *qp)
+{
+	struct droce_chan_create_qp_req r = {
+		.pd = pd, .qp_type = DROCE_QPT_GSI, .send_cq = scq,
+		.recv_cq = rcq, .srq = DROCE_CHAN_NONE,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			.max_recv_sge = 1 },
+	};
+	struct droce_chan_create_qp_rep p;
+	int rc = cs_rpc(s, DROCE_OP_CREATE_QP, &r, &p, NULL, 0, NULL, NULL);
+
+	if (rc != 0)
+		return rc;
+	memset(qp, 0, sizeof(*qp));
+	qp->handle = p.handle;
+	qp->qpn = p.qpn;
+	qp->sq.sh = (void *)(s->region + p.sq.off);
+	qp->sq.slots = s->region + p.sq.off + DROCE_CHAN_WQ_SLOTS;
+	qp->sq.size = p.sq.size;
+	qp->sq.slot = p.sq.slot;
+	qp->sq.queue = qp->sq.sh->queue;
+	qp->rq.sh = (void *)(s->region + p.rq.off);
+	qp->rq.slots = s->region + p.rq.off + DROCE_CHAN_WQ_SLOTS;
+	qp->rq.size = p.rq.size;
+	qp->rq.slot = p.rq.slot;
+	qp->rq.queue = qp->rq.sh->queue;
+	return 0;
+}
+
+/*
+ * A GSI proxy holds no transport QP, so the transport did not know its
+ * CQs were in use: DESTROY_CQ freed a CQ the proxy then completed into
+ * (a MAD to itself, a malformed send: SIGSEGV), and a QP created on that
+ * CQ and a CQ pinned elsewhere moved it off QP1's queue (two threads
+ * producing into one ring). Now the CQ may neither go nor move while
+ * the proxy lives; a malformed send still completes into it, with an
+ * error; once the proxy is gone the CQ goes.
+ */
+static void
+gsi_cq(void)
+{
+	struct cs_side h;
+	struct cs_cq x, y;
+	struct cs_qp g, q;
+	struct droce_chan_handle d;
+	struct droce_chan_swqe w = { 0 };
+	struct droce_chan_create_qp_req r = {
+		.pd = 0, .qp_type = IBV_QPT_RC, .srq = DROCE_CHAN_NONE,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			.max_recv_sge = 1 },
+	};
+	struct droce_chan_create_qp_rep p;
+	struct ibv_wc wc;
+	int rc, i;
+
+	cs_side_open(&h, path_a);
+	CHECK(cs_cq(&h.s, 64, &x) == 0, "cq x");
+	CHECK(gsi_proxy(&h.s, h.pd, x.handle, x.handle, &g) == 0, "the proxy");
+	d.handle = x.handle;
+	rc = cs_rpc(&h.s, DROCE_OP_DESTROY_CQ, &d, NULL, NULL, 0, NULL, NULL);
+	CHECK(rc == -EBUSY, "DESTROY_CQ of the proxy's CQ: %d, want -EBUSY", rc);
+	/* a malformed send (an opcode QP1 does not take) completes into it */
+	w.wr_id = 77;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	cs_post_send(&h.s, &g, &w, NULL);
+	CHECK(cs_poll(&x, &wc, 20000) == 1, "the malformed send's completion");
+	CHECK(wc.wr_id == 77 && wc.status != IBV_WC_SUCCESS,
+		"malformed send: wr_id %lu status %d", (unsigned long)wc.wr_id,
+		wc.status);
+	/* with queues to spare: a CQ y pinned to another queue by an RC QP,
+	 * then a QP on x and y must not take x off QP1's queue */
+	if (h.s.hello.nb_queues > 1) {
+		for (i = 0; i < 8; i++) {
+			CHECK(cs_cq(&h.s, 64, &y) == 0, "cq y");
+			if (y.queue != g.sq.queue)
+				break;
+		}
+		CHECK(y.queue != g.sq.queue, "a CQ on another queue than QP1's");
+		CHECK(cs_qp(&h.s, h.pd, IBV_QPT_RC, &y, &q) == 0, "a QP on y");
+		r.pd = h.pd;
+		r.send_cq = x.handle;
+		r.recv_cq = y.handle;
+		rc = cs_rpc(&h.s, DROCE_OP_CREATE_QP, &r, &p, NULL, 0, NULL, NULL);
+		CHECK(rc != 0 || p.queue == g.sq.queue, "a QP moved the proxy's "
+			"CQ to queue %u (QP1's is %u)", p.queue, g.sq.queue);
+	}
+	d.handle = g.handle;
+	CHECK(cs_rpc(&h.s, DROCE_OP_DESTROY_QP, &d, NULL, NULL, 0, NULL,
+		NULL) == 0, "destroy the proxy");
+	d.handle = x.handle;
+	rc = cs_rpc(&h.s, DROCE_OP_DESTROY_CQ, &d, NULL, NULL, 0, NULL, NULL);
+	CHECK(rc == 0, "DESTROY_CQ once the proxy is gone: %d", rc);
+	cs_close(&h.s);
+	printf("a GSI proxy's CQs: held%s\n", h.s.hello.nb_queues > 1 ?
+		", on QP1's queue" : "");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cs_side x, y, u, v;
+	const char *c;
+
+	if (argc != 5) {
+		fprintf(stderr, "usage: %s CASE SOCK_A SOCK_B RUN_DIR\n", argv[0]);
+		return 2;
+	}
+	c = argv[1];
+	path_a = argv[2];
+	path_b = argv[3];
+	/* the bystanders: a pair across the two daemons */
+	cs_side_open(&x, path_a);
+	cs_side_open(&y, path_b);
+	cs_pair(&x, &y);
+	cs_traffic(&x, &y, 1);
+	if (strcmp(c, "huge_overrun") == 0)
+		huge_overrun(argv[4]);
+	else if (strcmp(c, "fake_sysv") == 0)
+		fake_sysv();
+	else if (strcmp(c, "sysv_truncated") == 0)
+		sysv_truncated();
+	else if (strcmp(c, "dereg_in_flight") == 0)
+		dereg_in_flight();
+	else if (strcmp(c, "gsi_cq") == 0)
+		gsi_cq();
+	else {
+		fprintf(stderr, "%s: no such case\n", c);
+		return 2;
+	}
+	/* they are unharmed, and a new pair is served */
+	cs_traffic(&x, &y, 2);
+	cs_side_open(&u, path_a);
+	cs_side_open(&v, path_b);
+	cs_pair(&u, &v);
+	cs_traffic(&u, &v, 3);
+	printf("PASS\n");
+	return 0;
+}
