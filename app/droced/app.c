@@ -97,35 +97,45 @@ app_tables_init(struct dd_app *a)
 	return 0;
 }
 
-/* A new session on an accepted socket; NULL when out of resources. */
+/* A new session on an accepted socket; NULL when out of memory. It
+ * holds nothing more until its HELLO (dd_app_bind): a connection that
+ * never says it costs little. */
 struct dd_app *
 dd_app_new(int sock)
 {
 	struct dd_app *a = calloc(1, sizeof(*a));
-	struct droce_chan_region *r;
-	uint32_t q;
 
 	if (a == NULL)
 		return NULL;
 	a->sock = sock;
 	a->region_fd = a->async_fd = -1;
+	return a;
+}
+
+/* The session's region, tables and async channel. */
+static int
+app_resources(struct dd_app *a)
+{
+	struct droce_chan_region *r;
+	uint32_t q;
+
 	a->region_size = dd.lim.region_bytes;
 	if (app_tables_init(a) != 0)
-		goto fail;
+		return -ENOMEM;
 	a->region_fd = region_create(a->region_size);
 	if (a->region_fd < 0)
-		goto fail;
+		return -ENOMEM;
 	a->region = mmap(NULL, a->region_size, PROT_READ | PROT_WRITE,
 		MAP_SHARED | MAP_POPULATE, a->region_fd, 0);
 	if (a->region == MAP_FAILED) {
 		a->region = NULL;
-		goto fail;
+		return -ENOMEM;
 	}
 	a->heap_pages = (uint32_t)(a->region_size / DD_PAGE);
 	a->heap_map = calloc(a->heap_pages, 1);
 	a->async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (a->heap_map == NULL || a->async_fd < 0)
-		goto fail;
+		return -ENOMEM;
 	/* its CM IDs' prefix (gsi.c), while there are some free */
 	for (q = 1; q < 256 && a->cm_prefix == 0; q++)
 		if (dd.by_prefix[q] == NULL) {
@@ -136,30 +146,26 @@ dd_app_new(int sock)
 	r->magic = DROCE_CHAN_MAGIC;
 	r->version = DROCE_CHAN_VERSION;
 	r->size = a->region_size;
-	return a;
-fail:
-	dd_app_free(a);
-	return NULL;
+	return 0;
 }
 
-/* HELLO: the session uses port dp from now on; its doorbell rings, one
- * per queue of that port. 0 or -ENOMEM. */
+/* HELLO: the session uses port dp from now on; its region, tables and
+ * doorbell rings, one per queue of that port. 0 or -ENOMEM. */
 int
 dd_app_bind(struct dd_app *a, struct dd_port *dp)
 {
-	struct droce_chan_region *r = a->region;
+	struct droce_chan_region *r;
 	void *db[DROCE_CHAN_MAX_QUEUES];
 	uint32_t q;
 
+	if (app_resources(a) != 0)
+		return -ENOMEM;
+	r = a->region;
 	for (q = 0; q < dp->nb_queues; q++) {
 		uint64_t off;
 
-		if (dd_heap_alloc(a, sizeof(struct droce_chan_db), &off) != 0) {
-			while (q-- > 0)
-				dd_heap_free(a, r->db_off[q],
-					sizeof(struct droce_chan_db));
+		if (dd_heap_alloc(a, sizeof(struct droce_chan_db), &off) != 0)
 			return -ENOMEM;
-		}
 		r->db_off[q] = off;
 		db[q] = droce_chan_at(a->region, off);
 	}

@@ -91,11 +91,14 @@ op_hello(struct req_ctx *c)
 	const struct droce_chan_hello_req *r = c->req;
 	int rc;
 
-	/* one HELLO a session: it binds the session to its port */
-	if (r->version != DROCE_CHAN_VERSION || c->a->dp != NULL)
+	/* one HELLO a session: it binds the session to its port (one that
+	 * could not take its resources stays without) */
+	if (r->version != DROCE_CHAN_VERSION || c->a->dp != NULL ||
+			c->a->hello_tried)
 		return -EPROTO;
 	if (r->port >= dd.nb_ports)
 		return -ENODEV;
+	c->a->hello_tried = true;
 	rc = dd_app_bind(c->a, &dd.ports[r->port]);
 	if (rc != 0)
 		return rc;
@@ -531,11 +534,15 @@ dd_serve_msg(struct dd_app *a, const uint8_t *msg, int *fds, int nfds,
 	out.hdr.status = rc < 0 ? -rc : 0;
 	if (rc < 0) {
 		a->st.refused_requests++;
+		for (i = 0; i < c.nout; i++)
+			if (c.out_close & (1u << i))
+				close(c.out[i]);
 		c.nout = 0;
+		c.out_close = 0;
 	}
-	rc = droce_chan_send(a->sock, &out.hdr, c.rep,
-		rc < 0 ? 0 : (uint32_t)droce_chan_body_len(h->op, 1), c.out, c.nout);
-	return rc < 0 ? -1 : 0;
+	return dd_reply(a, &out.hdr, c.rep,
+		rc < 0 ? 0 : (uint32_t)droce_chan_body_len(h->op, 1), c.out,
+		(uint32_t)c.nout, c.out_close);
 }
 
 /*
@@ -563,8 +570,11 @@ dd_serve(struct dd_app *a)
 		}
 		return -1;
 	}
-	if (a->comm[0] != '\0' && dd_neigh_park(a, in.buf,
+	if (a->dp != NULL && dd_neigh_park(a, in.buf,
 			(uint32_t)(sizeof(in.hdr) + (uint32_t)rc), fds, nfds))
 		return 0;
-	return dd_serve_msg(a, in.buf, fds, nfds, DD_NEIGH_MS);
+	/* served here: a neighbour not known yet is not waited for (the
+	 * main thread serves every session); one that needs asking was
+	 * parked, unless there was no room to */
+	return dd_serve_msg(a, in.buf, fds, nfds, 0);
 }

@@ -16,6 +16,7 @@ struct req_ctx {
 	int nfds;
 	int out[3];		/* to send with the reply */
 	int nout;
+	uint32_t out_close;	/* out[i] is closed once sent: bit i */
 	uint32_t neigh_ms;	/* how long a neighbour may be waited for */
 };
 

@@ -32,13 +32,15 @@ extern int dd_logtype;
 #define DD_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, dd_logtype, "droced: " fmt "\n", ##__VA_ARGS__)
 
-#define DD_MAX_APPS 64
+/* sessions at once, at most: a CM prefix each (gsi.c), 0 is none */
+#define DD_MAX_APPS 255
 #define DD_NEIGH_MS 10000	/* an RTR's or an AH's neighbour */
 #define DD_RESOLVE_MAX_MS 30000
 #define DD_PAGE 4096u
 
 /* Per-application limits (configurable, doc/daemon.md). */
 struct dd_limits {
+	uint32_t max_apps, apps_per_user, apps_per_proc;	/* sessions */
 	uint32_t max_qp, max_cq, max_mr, max_srq, max_ah, max_pd, max_chan;
 	uint64_t max_mr_bytes;
 	uint64_t region_bytes;
@@ -153,6 +155,7 @@ struct dd_mw {
 struct dd_app_stats {
 	uint64_t sq_wqes, rq_wqes, srq_wqes, cqes, doorbells, events;
 	uint64_t refused_wqes, refused_requests, requests;
+	uint64_t replies_held;	/* it did not read them at once */
 	uint64_t parked_requests;	/* waited for a neighbour aside */
 	uint64_t mr_bytes;
 };
@@ -178,10 +181,16 @@ struct dd_app {
 	struct dd_app_stats st;
 	uint8_t cm_prefix;	/* its CM IDs' top byte (gsi.c) */
 	bool announced;		/* logged: it did more than HELLO */
+	bool hello_tried;	/* its resources were asked for (once) */
 	struct dd_qp *gsi_qp;	/* its GSI proxy, if any */
 	/* a request waiting for its neighbour (neigh.c), or NULL */
 	uint8_t *parked;
 	int parked_fds[DROCE_CHAN_MAX_FDS], parked_nfds;
+	uint64_t since_ms;	/* connected (session.c: HELLO's deadline) */
+	/* a reply its socket had no room for (session.c), or NULL */
+	uint8_t *pend;
+	uint32_t pend_len, pend_nfds, pend_close;
+	int pend_fds[DROCE_CHAN_MAX_FDS];
 };
 
 struct dd_queue {
@@ -230,6 +239,8 @@ struct droced {
 	/* totals since start (telemetry) */
 	uint64_t attached, detached, reclaimed_qps, reclaimed_mrs;
 	uint64_t refused_peers;
+	uint64_t refused_sessions;	/* past a limit of sessions */
+	uint64_t unbound_closed;	/* no HELLO in time, or made room */
 };
 
 extern struct droced dd;
@@ -249,8 +260,20 @@ struct dd_app *dd_app_new(int sock);
 int dd_app_bind(struct dd_app *a, struct dd_port *dp);
 void dd_app_free(struct dd_app *a);
 void dd_lock_all(void);
-void dd_app_detach(struct dd_app *a);	/* main.c: the session ends */
-int dd_app_watch(struct dd_app *a);	/* main.c: back in the epoll set */
+
+/* session.c: the main thread's sessions */
+void dd_session_accept(void);
+/* epoll's events on a session's socket */
+void dd_session_event(struct dd_app *a, uint32_t events);
+/* HELLO deadlines, sessions whose memory shrank: each loop */
+void dd_sessions_sweep(void);
+void dd_app_detach(struct dd_app *a);	/* the session ends */
+int dd_app_watch(struct dd_app *a);	/* back in the epoll set */
+/* A reply (hdr, len bytes of body, fds): sent, or held until the
+ * socket has room (the session is not read meanwhile); the fds of
+ * close_mask are closed once sent. 0, or -1 when the session must end. */
+int dd_reply(struct dd_app *a, struct droce_chan_hdr *hdr, const void *body,
+		uint32_t len, const int *fds, uint32_t nfds, uint32_t close_mask);
 
 /* neigh.c: requests parked while their neighbour is resolved */
 bool dd_neigh_park(struct dd_app *a, const uint8_t *msg, uint32_t len,
@@ -307,7 +330,9 @@ int dd_gsi_listen(struct dd_app *a, uint64_t service_id, int on);
 void dd_gsi_app_gone(struct dd_app *a);
 void dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped,
 		uint64_t *rejected, uint64_t *listeners);
-void dd_gsi_answer_orphans(void);
+/* the thread that answers REQs nobody listens for; it ends with dd.stop */
+int dd_gsi_start(void);
+void dd_gsi_stop(void);
 /* the application's own memory behind (lkey, addr, len): NULL if none */
 uint8_t *dd_app_mem(struct dd_app *a, uint32_t lkey, uint64_t addr,
 		uint32_t len, unsigned int access);

@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_cycles.h>
 
@@ -68,9 +69,9 @@ struct dd_gsi {
 	} listen[GSI_LISTEN];
 	uint32_t nlisten;
 	uint64_t rx, tx, dropped;
-	uint64_t rejected, unanswered;	/* the control thread's */
+	uint64_t rejected, unanswered;	/* the answering thread's */
 	/* REQs and SIDR REQs nobody listens for, from the queue to the
-	 * control thread (one producer, one consumer), which answers them */
+	 * answering thread (one producer, one consumer), which answers them */
 	struct {
 		uint8_t grh[GSI_GRH];
 		uint8_t mad[GSI_ORPHAN_MAD];
@@ -419,7 +420,7 @@ orphan_seen_before(struct dd_gsi *g, const uint8_t *grh, const uint8_t *mad)
 }
 
 /* A CM REQ or SIDR REQ that no application listens for, seen again: to
- * the control thread, which answers it (REJ, SIDR REP); true when
+ * the answering thread, which answers it (REJ, SIDR REP); true when
  * queued. */
 static bool
 orphan_req(struct dd_gsi *g, const uint8_t *mad)
@@ -623,7 +624,8 @@ orphan_answer(const uint8_t *req, uint8_t *out)
 	}
 }
 
-/* One answer onto QP1 (control thread): 0, or -1 when it cannot go. */
+/* One answer onto QP1 (the answering thread): 0, or -1 when it cannot
+ * go. */
 static int
 orphan_send(struct dd_gsi *g, const uint8_t *grh, const uint8_t *req)
 {
@@ -680,7 +682,7 @@ orphan_send(struct dd_gsi *g, const uint8_t *grh, const uint8_t *req)
 	return rc;
 }
 
-/* Control thread: answer the REQs and SIDR REQs nobody listens for. */
+/* The answering thread: the REQs and SIDR REQs nobody listens for. */
 static void
 answer_orphans(struct dd_gsi *g)
 {
@@ -697,12 +699,40 @@ answer_orphans(struct dd_gsi *g)
 	}
 }
 
-void
-dd_gsi_answer_orphans(void)
+static pthread_t answerer;
+static int answering;
+
+/* A thread of its own: an answer may wait up to a second for the
+ * peer's neighbour, which the main thread, serving every session, must
+ * never do. */
+static void *
+answer_run(void *arg)
 {
 	uint32_t p;
 
-	for (p = 0; p < dd.nb_ports; p++)
-		if (dd.ports[p].gsi != NULL)
-			answer_orphans(dd.ports[p].gsi);
+	(void)arg;
+	while (!dd.stop) {
+		for (p = 0; p < dd.nb_ports; p++)
+			if (dd.ports[p].gsi != NULL)
+				answer_orphans(dd.ports[p].gsi);
+		usleep(20000);
+	}
+	return NULL;
+}
+
+int
+dd_gsi_start(void)
+{
+	int rc = pthread_create(&answerer, NULL, answer_run, NULL);
+
+	answering = rc == 0;
+	return -rc;
+}
+
+void
+dd_gsi_stop(void)
+{
+	if (answering)
+		pthread_join(answerer, NULL);
+	answering = 0;
 }

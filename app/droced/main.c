@@ -122,6 +122,11 @@ key_u64(const char *key, uint64_t def, uint64_t min, uint64_t max)
 static void
 limits_load(struct dd_limits *l)
 {
+	l->max_apps = (uint32_t)key_u64("DROCE_APPS_MAX", 128, 1, DD_MAX_APPS);
+	l->apps_per_user = (uint32_t)key_u64("DROCE_APPS_PER_USER", 64, 1,
+		DD_MAX_APPS);
+	l->apps_per_proc = (uint32_t)key_u64("DROCE_APPS_PER_PROCESS", 32, 1,
+		DD_MAX_APPS);
 	l->max_qp = (uint32_t)key_u64("DROCE_APP_MAX_QP", 4096, 1, 65536);
 	l->max_cq = (uint32_t)key_u64("DROCE_APP_MAX_CQ", 4096, 1, 65536);
 	l->max_mr = (uint32_t)key_u64("DROCE_APP_MAX_MR", 4096, 1, 65536);
@@ -199,133 +204,15 @@ listen_on(const char *path)
 	return fd;
 }
 
-/* The kernel let the peer connect (write permission on the socket); we
- * check it against the socket's owner, group and mode too, and log it. */
-static int
-peer_allowed(int sock, struct ucred *cr)
-{
-	socklen_t len = sizeof(*cr);
-	struct stat st;
-
-	if (getsockopt(sock, SOL_SOCKET, SO_PEERCRED, cr, &len) != 0)
-		return 0;
-	if (cr->uid == 0 || cr->uid == geteuid())
-		return 1;
-	if (stat(dd.sock_path, &st) != 0)
-		return 0;
-	return (cr->uid == st.st_uid && (st.st_mode & S_IWUSR)) ||
-		(cr->gid == st.st_gid && (st.st_mode & S_IWGRP)) ||
-		(st.st_mode & S_IWOTH);
-}
-
 /* The neighbour eventfd's mark in the epoll set (sessions are dd_apps,
  * the listening socket NULL). */
 static char neigh_mark;
-
-static void
-app_attach(int ep)
-{
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP };
-	struct ucred cr;
-	struct dd_app *a;
-	int s = accept4(dd.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-
-	if (s < 0)
-		return;
-	if (!peer_allowed(s, &cr)) {
-		DD_LOG(WARNING, "refused a peer: pid %d uid %u gid %u",
-			(int)cr.pid, cr.uid, cr.gid);
-		dd.refused_peers++;
-		close(s);
-		return;
-	}
-	if (dd.nb_apps >= DD_MAX_APPS || (a = dd_app_new(s)) == NULL) {
-		DD_LOG(WARNING, "no room for pid %d: refused", (int)cr.pid);
-		close(s);
-		return;
-	}
-	a->pid = cr.pid;
-	a->uid = cr.uid;
-	a->gid = cr.gid;
-	a->id = ++dd.next_id;
-	dd_lock_all();
-	pthread_mutex_lock(&dd.apps_lock);
-	dd.apps[dd.nb_apps++] = a;
-	pthread_mutex_unlock(&dd.apps_lock);
-	dd_unlock_all();
-	dd.attached++;
-	ev.data.ptr = a;
-	epoll_ctl(ep, EPOLL_CTL_ADD, s, &ev);
-	/* INFO once it asks for more than HELLO (ibv_get_device_list's
-	 * look at the device is not worth a line) */
-	DD_LOG(DEBUG, "app %u connected: pid %d uid %u gid %u", a->id,
-		(int)cr.pid, cr.uid, cr.gid);
-}
-
-int
-dd_app_watch(struct dd_app *a)
-{
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP, .data.ptr = a };
-
-	return epoll_ctl(dd.ep, EPOLL_CTL_ADD, a->sock, &ev);
-}
-
-static void
-app_detach(int ep, struct dd_app *a)
-{
-	uint64_t q0 = dd.reclaimed_qps, m0 = dd.reclaimed_mrs;
-	uint64_t refused = a->st.refused_wqes, bad_req = a->st.refused_requests;
-	uint32_t id = a->id;
-	pid_t pid = a->pid;
-	bool announced = a->announced;
-	char comm[sizeof(a->comm)];
-
-	memcpy(comm, a->comm, sizeof(comm));
-	epoll_ctl(ep, EPOLL_CTL_DEL, a->sock, NULL);	/* parked: not in it */
-	dd_neigh_forget(a);
-	dd_app_free(a);
-	dd.detached++;
-	if (announced)
-		DD_LOG(INFO, "app %u (pid %d, %s) gone: reclaimed %" PRIu64
-			" QPs, %" PRIu64 " MRs; it had %" PRIu64 " WQEs and %"
-			PRIu64 " requests refused", id, (int)pid, comm,
-			dd.reclaimed_qps - q0, dd.reclaimed_mrs - m0, refused,
-			bad_req);
-}
-
-void
-dd_app_detach(struct dd_app *a)
-{
-	app_detach(dd.ep, a);
-}
 
 static void
 on_signal(int sig)
 {
 	(void)sig;
 	dd.stop = 1;
-}
-
-/* Sessions whose shared memory shrank under one of our mappings (the
- * guard replaced the pages): ended, as the application broke its side. */
-static void
-end_shrunk(void)
-{
-	uint32_t ids[DD_MAX_APPS], n = dd_guard_hits(ids, DD_MAX_APPS), i, k;
-
-	for (i = 0; i < n; i++)
-		for (k = 0; k < dd.nb_apps; k++) {
-			struct dd_app *a = dd.apps[k];
-
-			if (a->id != ids[i])
-				continue;
-			DD_LOG(WARNING, "app %u (pid %d, %s): memory it "
-				"registered shrank under droced: session ended",
-				a->id, (int)a->pid, a->comm);
-			a->st.refused_requests++;
-			dd_app_detach(a);
-			break;
-		}
 }
 
 static int
@@ -345,35 +232,22 @@ serve(void)
 		struct epoll_event evs[16];
 		int n = epoll_wait(ep, evs, 16, 200), i;
 
-		dd_gsi_answer_orphans();	/* within 200 ms */
-		end_shrunk();
-
+		dd_sessions_sweep();
 		for (i = 0; i < n; i++) {
 			struct dd_app *a = evs[i].data.ptr;
 
-			if (a == NULL) {
-				app_attach(ep);
-				continue;
-			}
-			if ((void *)a == &neigh_mark) {
+			if (a == NULL)
+				dd_session_accept();
+			else if ((void *)a == &neigh_mark)
 				dd_neigh_done();
-				continue;
-			}
-			if (evs[i].events & EPOLLIN) {
-				if (dd_serve(a) != 0) {
-					app_detach(ep, a);
-					continue;
-				}
-			}
-			if (!(evs[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
-				continue;
-			app_detach(ep, a);
+			else
+				dd_session_event(a, evs[i].events);
 		}
 	}
 	/* attached applications see the socket close: DEVICE_FATAL */
 	dd_neigh_fini();	/* they see dd.stop */
 	while (dd.nb_apps)
-		app_detach(ep, dd.apps[0]);
+		dd_app_detach(dd.apps[0]);
 	close(ep);
 	dd.ep = -1;
 	if (dd.neigh_fd >= 0)
@@ -602,10 +476,13 @@ main(int argc, char **argv)
 		DD_LOG(INFO, "%s on %s, %u queue(s)", dp->conf.name,
 			dp->conf.devargs, dp->nb_queues);
 	}
+	if (dd_gsi_start() != 0)
+		DD_LOG(WARNING, "no thread to answer CM REQs to no listener");
 	dd_telemetry_init();
 	DD_LOG(INFO, "%u port(s), %s polling, listening on %s", dd.nb_ports,
 		dd.busy ? "busy" : "idle", dd.sock_path);
 	serve();
+	dd_gsi_stop();
 	close(dd.listen_fd);
 	unlink(dd.sock_path);
 	ports_close();

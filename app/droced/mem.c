@@ -179,7 +179,9 @@ mr_retire(struct dd_mr *mr, struct dd_app *a, uint32_t handle)
 	dd_unlock_all();
 	if (rc != 0)
 		return rc;
-	droce_mr_dereg_finish(mr->tmr);
+	/* the registration's reference: no wait for zero-copy frames (the
+	 * main thread waits for nobody), the pages go with the last one */
+	droce_mr_zc_put(mr->tmr);
 	return 0;
 }
 

@@ -30,6 +30,10 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "reclaimed_qps", dd.reclaimed_qps);
 	rte_tel_data_add_dict_u64(d, "reclaimed_mrs", dd.reclaimed_mrs);
 	rte_tel_data_add_dict_u64(d, "refused_peers", dd.refused_peers);
+	/* past a limit of sessions (per user, per process, in all) */
+	rte_tel_data_add_dict_u64(d, "refused_sessions", dd.refused_sessions);
+	/* no HELLO in time, or closed to make room for a new session */
+	rte_tel_data_add_dict_u64(d, "unbound_closed", dd.unbound_closed);
 	rte_tel_data_add_dict_u64(d, "ports", dd.nb_ports);
 	if (dd.ports[0].gsi != NULL) {
 		uint64_t rx, tx, dropped, rejected, listeners;
@@ -93,6 +97,7 @@ app_dict(struct rte_tel_data *d, const struct dd_app *a)
 	rte_tel_data_add_dict_u64(d, "requests", st->requests);
 	rte_tel_data_add_dict_u64(d, "refused_requests", st->refused_requests);
 	rte_tel_data_add_dict_u64(d, "parked_requests", st->parked_requests);
+	rte_tel_data_add_dict_u64(d, "replies_held", st->replies_held);
 	rte_tel_data_add_dict_u64(d, "refused_wqes", st->refused_wqes);
 }
 
