@@ -182,6 +182,7 @@ struct dd_app {
 	uint8_t cm_prefix;	/* its CM IDs' top byte (gsi.c) */
 	bool announced;		/* logged: it did more than HELLO */
 	bool hello_tried;	/* its resources were asked for (once) */
+	bool cm_warned;		/* logged: a MAD of its refused (gsi.c) */
 	struct dd_qp *gsi_qp;	/* its GSI proxy, if any */
 	/* a request waiting for its neighbour (neigh.c), or NULL */
 	uint8_t *parked;
@@ -329,7 +330,7 @@ int dd_gsi_poll(struct dd_port *dp, uint32_t q);
 int dd_gsi_listen(struct dd_app *a, uint64_t service_id, int on);
 void dd_gsi_app_gone(struct dd_app *a);
 void dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped,
-		uint64_t *rejected, uint64_t *listeners);
+		uint64_t *rejected, uint64_t *listeners, uint64_t *refused);
 /* the thread that answers REQs nobody listens for; it ends with dd.stop */
 int dd_gsi_start(void);
 void dd_gsi_stop(void);

@@ -30,23 +30,29 @@
 #include <rte_cycles.h>
 
 #include "droced.h"
+#include "wire_cm_mad.h"
 
-#define GSI_SLOT 256		/* a MAD */
+#define GSI_SLOT CM_MAD_LEN
 #define GSI_GRH 40
 #define GSI_RECVS 64
 #define GSI_SENDS 64
 #define GSI_LISTEN 256
-#define GSI_QKEY 0x80010000u
-#define CM_CLASS 0x07
 #define GSI_ORPHANS 16
-#define GSI_ORPHAN_MAD 64	/* the header and the IDs an answer names */
 #define GSI_SEEN 32		/* orphan REQs remembered */
 #define GSI_SEEN_SECS 30
 
 struct gsi_seen {
 	uint8_t sgid[16];
-	uint8_t id[4];		/* the comm ID or SIDR request ID */
+	uint32_t id;		/* the comm ID or SIDR request ID */
 	uint64_t at;		/* TSC; 0: free */
+};
+
+/* A REQ or SIDR REQ nobody listens for: what its answer needs. */
+struct gsi_orphan {
+	uint8_t grh[GSI_GRH];
+	uint64_t tid, service_id;
+	uint32_t id;		/* the comm ID or SIDR request ID */
+	uint16_t attr;		/* REQ or SIDR REQ */
 };
 
 struct dd_gsi {
@@ -69,13 +75,11 @@ struct dd_gsi {
 	} listen[GSI_LISTEN];
 	uint32_t nlisten;
 	uint64_t rx, tx, dropped;
+	uint64_t refused;		/* MADs applications may not send */
 	uint64_t rejected, unanswered;	/* the answering thread's */
 	/* REQs and SIDR REQs nobody listens for, from the queue to the
 	 * answering thread (one producer, one consumer), which answers them */
-	struct {
-		uint8_t grh[GSI_GRH];
-		uint8_t mad[GSI_ORPHAN_MAD];
-	} orphan[GSI_ORPHANS];
+	struct gsi_orphan orphan[GSI_ORPHANS];
 	uint32_t orphan_prod, orphan_cons;
 	struct gsi_seen seen[GSI_SEEN];
 	struct dd_port *dp;
@@ -117,7 +121,7 @@ dd_gsi_init(struct dd_port *dp)
 			.max_send_sge = 1, .max_recv_sge = 1 },
 	};
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qkey = GSI_QKEY };
+		.qkey = CM_QKEY };
 	size_t len = (size_t)GSI_RECVS * (GSI_GRH + GSI_SLOT) +
 		(size_t)GSI_SENDS * GSI_SLOT;
 	uint32_t i;
@@ -206,6 +210,47 @@ send_error(struct dd_qp *qp, uint64_t wr_id, enum ibv_wc_status status)
 	dd_cq_put(qp->scq, &wc);
 }
 
+/* The application listening on service_id, or NULL. */
+static struct dd_app *
+listener(const struct dd_gsi *g, uint64_t service_id)
+{
+	uint32_t i;
+
+	for (i = 0; i < g->nlisten; i++)
+		if (g->listen[i].service_id == service_id)
+			return g->listen[i].app;
+	return NULL;
+}
+
+/*
+ * Why a MAD an application posts on QP1 is refused, or NULL. It must be
+ * a CM message (the one class droced's QP1 serves) to a QP1 under the
+ * CM's Q_Key, naming as its own a communication ID (a SIDR REQ: request
+ * ID) that carries the application's prefix, so that it speaks for its
+ * own connections only: a CM checks a message's IDs against its
+ * connection's, and another application's prefix is what a forged DREQ
+ * or REJ would need. A SIDR REP names the requester's ID: it goes only
+ * from the application that listens on its service ID.
+ */
+static const char *
+mad_refused(const struct dd_gsi *g, const struct dd_qp *qp,
+		const struct droce_chan_swqe *w, const uint8_t *mad, uint32_t len)
+{
+	const uint8_t *msg = mad + CM_MAD_HDR;
+	struct cm_mad_hdr h;
+
+	if (w->remote_qpn != 1 || w->remote_qkey != CM_QKEY)
+		return "not to a QP1 under the CM's Q_Key";
+	if (cm_mad_parse_hdr(mad, len, &h) != 0)
+		return "not a CM message";
+	if (h.attr_id == CM_ATTR_SIDR_REP)
+		return listener(g, cm_msg_service_id(h.attr_id, msg)) == qp->app ?
+			NULL : "a SIDR REP for a service ID it does not listen on";
+	if (cm_msg_sender_id(h.attr_id, msg) >> 24 != qp->app->cm_prefix)
+		return "a communication ID of another's";
+	return NULL;
+}
+
 /* The application's sends: copied out of its memory, then on QP1. */
 int
 dd_gsi_drain_sq(struct dd_qp *qp)
@@ -223,6 +268,7 @@ dd_gsi_drain_sq(struct dd_qp *qp)
 			(size_t)(wq->cons & (wq->size - 1)) * wq->slot;
 		struct dd_ah *ah;
 		uint32_t i, k, len = 0;
+		const char *why;
 		uint8_t *dst;
 
 		memcpy(&w, slot, sizeof(w));
@@ -255,6 +301,17 @@ dd_gsi_drain_sq(struct dd_qp *qp)
 		if (i < w.num_sge) {
 			send_error(qp, w.wr_id, len + sge[i].length > GSI_SLOT ?
 				IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR);
+			continue;
+		}
+		why = mad_refused(g, qp, &w, dst, len);
+		if (why != NULL) {
+			if (!qp->app->cm_warned)
+				DD_LOG(WARNING, "app %u (pid %d): a MAD refused on "
+					"QP1: %s", qp->app->id, (int)qp->app->pid,
+					why);
+			qp->app->cm_warned = true;
+			g->refused++;
+			send_error(qp, w.wr_id, IBV_WC_LOC_QP_OP_ERR);
 			continue;
 		}
 		out = (struct ibv_sge){ (uint64_t)(uintptr_t)dst, len,
@@ -318,46 +375,21 @@ dd_gsi_drain_rq(struct dd_qp *qp)
 	return done;
 }
 
-static uint32_t
-be32_at(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
-		(uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t
-be64_at(const uint8_t *p)
-{
-	return (uint64_t)be32_at(p) << 32 | be32_at(p + 4);
-}
-
 /* Which application a MAD (after the GRH) is for, or NULL. */
 static struct dd_app *
 route(struct dd_gsi *g, const uint8_t *mad, uint32_t len)
 {
+	const uint8_t *msg = mad + CM_MAD_HDR;
+	struct cm_mad_hdr h;
 	struct dd_app *a;
-	uint16_t attr;
-	uint64_t sid;
-	uint32_t i;
 
-	if (len < 40 || mad[1] != CM_CLASS)
+	if (cm_mad_parse_hdr(mad, len, &h) != 0)
 		return NULL;
-	attr = (uint16_t)(mad[16] << 8 | mad[17]);
-	switch (attr) {
-	case 0x10:	/* REQ */
-	case 0x17:	/* SIDR REQ */
-		sid = be64_at(mad + 32);
-		for (i = 0; i < g->nlisten; i++)
-			if (g->listen[i].service_id == sid)
-				return g->listen[i].app;
-		return NULL;
-	case 0x18:	/* SIDR REP: our request ID */
-		a = dd.by_prefix[mad[24]];
-		break;
-	default:	/* our communication ID, the remote one to the sender */
-		a = dd.by_prefix[mad[28]];
-		break;
-	}
+	if (h.attr_id == CM_ATTR_REQ || h.attr_id == CM_ATTR_SIDR_REQ)
+		return listener(g, cm_msg_service_id(h.attr_id, msg));
+	/* our communication ID (the remote one to the sender), or our
+	 * SIDR request ID */
+	a = dd.by_prefix[cm_msg_target_id(h.attr_id, msg) >> 24];
 	/* an ID of a session on another port is nobody's here */
 	return a != NULL && a->dp == g->dp ? a : NULL;
 }
@@ -393,7 +425,7 @@ grh_gids(const uint8_t *grh, uint8_t sgid[16], uint8_t dgid[16])
  * retransmits it within seconds) is answered. Data-path thread only.
  */
 static bool
-orphan_seen_before(struct dd_gsi *g, const uint8_t *grh, const uint8_t *mad)
+orphan_seen_before(struct dd_gsi *g, const uint8_t *grh, uint32_t id)
 {
 	uint8_t sgid[16], dgid[16];
 	uint64_t now = rte_get_timer_cycles(), hz = rte_get_timer_hz();
@@ -405,8 +437,7 @@ orphan_seen_before(struct dd_gsi *g, const uint8_t *grh, const uint8_t *mad)
 		struct gsi_seen *e = &g->seen[i];
 
 		if (e->at != 0 && now - e->at < GSI_SEEN_SECS * hz &&
-				memcmp(e->sgid, sgid, 16) == 0 &&
-				memcmp(e->id, mad + 24, 4) == 0) {
+				memcmp(e->sgid, sgid, 16) == 0 && e->id == id) {
 			e->at = 0;
 			return true;
 		}
@@ -414,30 +445,37 @@ orphan_seen_before(struct dd_gsi *g, const uint8_t *grh, const uint8_t *mad)
 			oldest = i;
 	}
 	memcpy(g->seen[oldest].sgid, sgid, 16);
-	memcpy(g->seen[oldest].id, mad + 24, 4);
+	g->seen[oldest].id = id;
 	g->seen[oldest].at = now;
 	return false;
 }
 
-/* A CM REQ or SIDR REQ that no application listens for, seen again: to
- * the answering thread, which answers it (REJ, SIDR REP); true when
- * queued. */
+/* A CM REQ or SIDR REQ (a MAD of len bytes after the GRH) that no
+ * application listens for, seen again: to the answering thread, which
+ * answers it (REJ, SIDR REP); true when queued. */
 static bool
-orphan_req(struct dd_gsi *g, const uint8_t *mad)
+orphan_req(struct dd_gsi *g, const uint8_t *mad, uint32_t len)
 {
+	const uint8_t *msg = mad + CM_MAD_HDR;
 	uint32_t prod = g->orphan_prod;
-	uint16_t attr = (uint16_t)(mad[16] << 8 | mad[17]);
+	struct cm_mad_hdr h;
+	uint32_t k;
 
-	if (mad[0] != 1 || mad[1] != CM_CLASS || mad[3] != 0x03 ||
-			(attr != 0x10 && attr != 0x17))
+	if (cm_mad_parse_hdr(mad, len, &h) != 0 ||
+			(h.attr_id != CM_ATTR_REQ && h.attr_id != CM_ATTR_SIDR_REQ))
 		return false;
-	if (!orphan_seen_before(g, mad - GSI_GRH, mad))
+	if (!orphan_seen_before(g, mad - GSI_GRH,
+			cm_msg_sender_id(h.attr_id, msg)))
 		return false;	/* dropped this once */
 	if (prod - __atomic_load_n(&g->orphan_cons, __ATOMIC_ACQUIRE) >=
 			GSI_ORPHANS)
 		return false;	/* a burst of them: the rest dropped */
-	memcpy(g->orphan[prod % GSI_ORPHANS].grh, mad - GSI_GRH, GSI_GRH);
-	memcpy(g->orphan[prod % GSI_ORPHANS].mad, mad, GSI_ORPHAN_MAD);
+	k = prod % GSI_ORPHANS;
+	memcpy(g->orphan[k].grh, mad - GSI_GRH, GSI_GRH);
+	g->orphan[k].tid = h.tid;
+	g->orphan[k].attr = h.attr_id;
+	g->orphan[k].id = cm_msg_sender_id(h.attr_id, msg);
+	g->orphan[k].service_id = cm_msg_service_id(h.attr_id, msg);
 	__atomic_store_n(&g->orphan_prod, prod + 1, __ATOMIC_RELEASE);
 	return true;
 }
@@ -454,8 +492,8 @@ deliver(struct dd_gsi *g, const struct ibv_wc *in)
 	struct ibv_wc wc;
 	uint32_t i, off = 0;
 
-	if (a == NULL && in->byte_len >= GSI_GRH + GSI_ORPHAN_MAD &&
-			orphan_req(g, buf + GSI_GRH))
+	if (a == NULL && in->byte_len > GSI_GRH &&
+			orphan_req(g, buf + GSI_GRH, in->byte_len - GSI_GRH))
 		return;
 	if (qp == NULL || qp->rhead == qp->rtail) {
 		g->dropped++;
@@ -576,11 +614,11 @@ dd_gsi_app_gone(struct dd_app *a)
 
 void
 dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped, uint64_t *rejected,
-		uint64_t *listeners)
+		uint64_t *listeners, uint64_t *refused)
 {
 	uint32_t p;
 
-	*rx = *tx = *dropped = *rejected = *listeners = 0;
+	*rx = *tx = *dropped = *rejected = *listeners = *refused = 0;
 	for (p = 0; p < dd.nb_ports; p++) {
 		const struct dd_gsi *g = dd.ports[p].gsi;
 
@@ -592,42 +630,38 @@ dd_gsi_stats(uint64_t *rx, uint64_t *tx, uint64_t *dropped, uint64_t *rejected,
 		*dropped += g->dropped +
 			__atomic_load_n(&g->unanswered, __ATOMIC_RELAXED);
 		*rejected += __atomic_load_n(&g->rejected, __ATOMIC_RELAXED);
+		*refused += __atomic_load_n(&g->refused, __ATOMIC_RELAXED);
 	}
 }
 
-/* The answer to an orphan into out (a MAD): a REJ "invalid service ID"
+/* The answer to orphan o into out (a MAD): a REJ "invalid service ID"
  * to a REQ, a SIDR REP "service ID not supported" to a SIDR REQ, as a
  * host whose CM has no listener gives them (IBTA 12.6.7, 12.11.2). */
 static void
-orphan_answer(const uint8_t *req, uint8_t *out)
+orphan_answer(const struct gsi_orphan *o, uint8_t *out)
 {
-	bool sidr = req[17] == 0x17;
+	if (o->attr == CM_ATTR_SIDR_REQ) {
+		struct cm_sidr_rep r = { .request_id = o->id,
+			.status = CM_SIDR_UNSUPPORTED,
+			.service_id = o->service_id };
 
-	memset(out, 0, GSI_SLOT);
-	out[0] = 1;
-	out[1] = CM_CLASS;
-	out[2] = 2;
-	out[3] = 0x03;
-	memcpy(out + 8, req + 8, 8);		/* the TID */
-	out[16] = 0;
-	out[17] = sidr ? 0x18 : 0x12;
-	if (sidr) {
-		memcpy(out + 24, req + 24, 4);	/* the request ID */
-		out[24 + 4] = 1;		/* SID not supported */
-		memcpy(out + 24 + 12, req + 24 + 8, 8);	/* the service ID */
+		cm_mad_put_hdr(out, CM_ATTR_SIDR_REP, o->tid);
+		cm_sidr_rep_pack(out + CM_MAD_HDR, &r);
 	} else {
-		/* our comm ID 0; theirs; the REQ rejected; reason 8 */
-		memcpy(out + 24 + 4, req + 24, 4);
-		out[24 + 8] = 0;
-		out[24 + 10] = 0;
-		out[24 + 11] = 8;
+		/* our comm ID 0: no connection of ours will follow */
+		struct cm_rej r = { .remote_comm_id = o->id,
+			.msg_rejected = CM_REF_REQ,
+			.reason = CM_REJ_INVALID_SERVICE_ID };
+
+		cm_mad_put_hdr(out, CM_ATTR_REJ, o->tid);
+		cm_rej_pack(out + CM_MAD_HDR, &r);
 	}
 }
 
 /* One answer onto QP1 (the answering thread): 0, or -1 when it cannot
  * go. */
 static int
-orphan_send(struct dd_gsi *g, const uint8_t *grh, const uint8_t *req)
+orphan_send(struct dd_gsi *g, const struct gsi_orphan *o)
 {
 	const struct droce_dev_conf *conf = droce_dev_conf(g->dp->dev);
 	struct ibv_ah_attr attr = { .is_global = 1, .port_num = 1 };
@@ -639,7 +673,7 @@ orphan_send(struct dd_gsi *g, const uint8_t *grh, const uint8_t *req)
 	uint32_t i, k;
 	int rc = -1;
 
-	if (grh_gids(grh, sgid, dgid) != 0)
+	if (grh_gids(o->grh, sgid, dgid) != 0)
 		return -1;
 	for (i = 0; i < DROCE_MAX_GIDS; i++)
 		if (conf->gids[i].valid && memcmp(conf->gids[i].gid, dgid, 16) == 0)
@@ -659,7 +693,7 @@ orphan_send(struct dd_gsi *g, const uint8_t *grh, const uint8_t *req)
 	for (k = 0; k < GSI_SENDS && g->send[k].busy; k++)
 		;
 	if (k < GSI_SENDS) {
-		orphan_answer(req, send_slot(g, k));
+		orphan_answer(o, send_slot(g, k));
 		sge = (struct ibv_sge){ (uint64_t)(uintptr_t)send_slot(g, k),
 			GSI_SLOT, droce_mr_lkey(g->mr) };
 		wr.wr_id = k;
@@ -669,7 +703,7 @@ orphan_send(struct dd_gsi *g, const uint8_t *grh, const uint8_t *req)
 		wr.num_sge = 1;
 		wr.wr.ud.ah = droce_ah_to_ibv(ah);
 		wr.wr.ud.remote_qpn = 1;
-		wr.wr.ud.remote_qkey = GSI_QKEY;
+		wr.wr.ud.remote_qkey = CM_QKEY;
 		if (droce_qp_post_send(g->qp, &wr, &bad) == 0) {
 			g->send[k].busy = true;
 			g->send[k].qp = NULL;
@@ -689,8 +723,7 @@ answer_orphans(struct dd_gsi *g)
 	uint32_t cons = g->orphan_cons;
 
 	while (cons != __atomic_load_n(&g->orphan_prod, __ATOMIC_ACQUIRE)) {
-		if (orphan_send(g, g->orphan[cons % GSI_ORPHANS].grh,
-				g->orphan[cons % GSI_ORPHANS].mad) == 0)
+		if (orphan_send(g, &g->orphan[cons % GSI_ORPHANS]) == 0)
 			__atomic_fetch_add(&g->rejected, 1, __ATOMIC_RELAXED);
 		else
 			__atomic_fetch_add(&g->unanswered, 1, __ATOMIC_RELAXED);

@@ -36,14 +36,18 @@ tel_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "unbound_closed", dd.unbound_closed);
 	rte_tel_data_add_dict_u64(d, "ports", dd.nb_ports);
 	if (dd.ports[0].gsi != NULL) {
-		uint64_t rx, tx, dropped, rejected, listeners;
+		uint64_t rx, tx, dropped, rejected, listeners, refused;
 
-		dd_gsi_stats(&rx, &tx, &dropped, &rejected, &listeners);
+		dd_gsi_stats(&rx, &tx, &dropped, &rejected, &listeners,
+			&refused);
 		/* service IDs applications listen on (rdma_listen) */
 		rte_tel_data_add_dict_u64(d, "cm_listeners", listeners);
 		rte_tel_data_add_dict_u64(d, "cm_mads_rx", rx);
 		rte_tel_data_add_dict_u64(d, "cm_mads_tx", tx);
 		rte_tel_data_add_dict_u64(d, "cm_mads_dropped", dropped);
+		/* MADs applications posted that QP1 does not send: another
+		 * class, another's communication ID (gsi.c) */
+		rte_tel_data_add_dict_u64(d, "cm_mads_refused", refused);
 		/* REQs and SIDR REQs to no listener, answered */
 		rte_tel_data_add_dict_u64(d, "cm_reqs_rejected", rejected);
 	}

@@ -75,6 +75,9 @@ cm_send_simple(struct cm_dev *d, struct ibv_ah *ah, uint64_t tid, uint16_t attr,
 	cm_send_mad(d, ah, mad);
 }
 
+/* local: an ID of ours even for a REQ we never took (cm_new_comm_id):
+ * attached, droced sends only MADs whose own ID carries the session's
+ * prefix (doc/daemon.md, "The connection manager") */
 void
 cm_send_rej(struct cm_dev *d, struct ibv_ah *ah, uint64_t tid,
 		uint32_t local, uint32_t remote, uint8_t ref, uint16_t reason,
@@ -440,8 +443,8 @@ rx_req(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 	ah = cm_dev_ah(d, sgid, cm_dev_gid_index(d, r.dgid, sgid));
 	if (cm_ip_hdr_parse(r.pdata, &ip) != 0 || r.transport > 1) {
 		cm.st.rx_drop_malformed++;
-		cm_send_rej(d, ah, h->tid, 0, r.local_comm_id, CM_REF_REQ,
-			CM_REJ_INVALID_TRANSPORT_TYPE, NULL, 0);
+		cm_send_rej(d, ah, h->tid, cm_new_comm_id(d), r.local_comm_id,
+			CM_REF_REQ, CM_REJ_INVALID_TRANSPORT_TYPE, NULL, 0);
 		return;
 	}
 	l = cm_listener_of(d, r.service_id, r.dgid);
@@ -450,15 +453,15 @@ rx_req(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 		return;
 	}
 	if (l == NULL || (l->backlog > 0 && l->pending >= l->backlog)) {
-		cm_send_rej(d, ah, h->tid, 0, r.local_comm_id, CM_REF_REQ,
-			l == NULL ? CM_REJ_INVALID_SERVICE_ID :
+		cm_send_rej(d, ah, h->tid, cm_new_comm_id(d), r.local_comm_id,
+			CM_REF_REQ, l == NULL ? CM_REJ_INVALID_SERVICE_ID :
 			CM_REJ_NO_RESOURCES, NULL, 0);
 		return;
 	}
 	p = cm_conn_child(l, d, sgid, &ip);
 	if (p == NULL) {
-		cm_send_rej(d, ah, h->tid, 0, r.local_comm_id, CM_REF_REQ,
-			CM_REJ_NO_RESOURCES, NULL, 0);
+		cm_send_rej(d, ah, h->tid, cm_new_comm_id(d), r.local_comm_id,
+			CM_REF_REQ, CM_REJ_NO_RESOURCES, NULL, 0);
 		return;
 	}
 	p->ah = ah;

@@ -27,7 +27,7 @@
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
-#include "cm_mad.h"
+#include "wire_cm_mad.h"
 #include "droce_rdmacm.h"
 
 #define CM_RECVS 64

@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 
 #include "chan_session.h"
+#include "wire_cm_mad.h"
 
 #define CHECK CS_CHECK
 #define HUGE (2u << 20)
@@ -489,6 +490,152 @@ gsi_cq(void)
 		", on QP1's queue" : "");
 }
 
+/* A UD QP ready to receive and send (qkey). */
+static void
+ud_ready(struct cs *s, struct cs_qp *qp, uint32_t qkey)
+{
+	struct droce_chan_modify_qp_req r = { .handle = qp->handle };
+
+	r.attr.qp_state = IBV_QPS_INIT;
+	r.attr.port_num = 1;
+	r.attr.qkey = qkey;
+	r.mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	CHECK(cs_rpc(s, DROCE_OP_MODIFY_QP, &r, NULL, NULL, 0, NULL, NULL) == 0,
+		"UD INIT");
+	memset(&r.attr, 0, sizeof(r.attr));
+	r.attr.qp_state = IBV_QPS_RTR;
+	r.mask = IBV_QP_STATE;
+	CHECK(cs_rpc(s, DROCE_OP_MODIFY_QP, &r, NULL, NULL, 0, NULL, NULL) == 0,
+		"UD RTR");
+	r.attr.qp_state = IBV_QPS_RTS;
+	r.mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	CHECK(cs_rpc(s, DROCE_OP_MODIFY_QP, &r, NULL, NULL, 0, NULL, NULL) == 0,
+		"UD RTS");
+}
+
+/* An AH to the session's own port address (QP1 traffic loops back). */
+static uint32_t
+ah_to_self(struct cs_side *x)
+{
+	struct droce_chan_create_ah_req r = { .pd = x->pd };
+	struct droce_chan_handle h;
+
+	r.attr.is_global = 1;
+	r.attr.port_num = 1;
+	r.attr.grh.sgid_index = 1;
+	r.attr.grh.hop_limit = 64;
+	memcpy(r.attr.grh.dgid.raw, x->s.hello.gids[1].gid, 16);
+	CHECK(cs_rpc(&x->s, DROCE_OP_CREATE_AH, &r, &h, NULL, 0, NULL, NULL) == 0,
+		"an AH to itself");
+	return h.handle;
+}
+
+/* A send of len bytes at off in x's buffer, on QP g, to (qpn, qkey)
+ * through AH ah; its completion's status. */
+static enum ibv_wc_status
+gsi_send(struct cs_side *x, struct cs_qp *g, struct cs_cq *cq, uint32_t ah,
+		uint32_t off, uint32_t len, uint32_t qpn, uint32_t qkey)
+{
+	struct droce_chan_swqe w = { 0 };
+	struct ibv_sge sge = { (uint64_t)(uintptr_t)x->b.addr + off, len,
+		x->b.lkey };
+	struct ibv_wc wc;
+
+	w.wr_id = off;
+	w.opcode = IBV_WR_SEND;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.num_sge = 1;
+	w.ah = ah;
+	w.remote_qpn = qpn;
+	w.remote_qkey = qkey;
+	cs_post_send(&x->s, g, &w, &sge);
+	CHECK(cs_poll(cq, &wc, 20000) == 1, "a QP1 send's completion");
+	return wc.status;
+}
+
+/* A CM message into buf: attr, the sender's ID and the target's. */
+static void
+cm_msg(uint8_t *buf, uint16_t attr, uint32_t local, uint32_t remote)
+{
+	struct cm_simple m = { .local_comm_id = local, .remote_comm_id = remote };
+	struct cm_rej r = { .local_comm_id = local, .remote_comm_id = remote,
+		.reason = CM_REJ_CONSUMER_DEFINED };
+
+	cm_mad_put_hdr(buf, attr, 0x1234);
+	if (attr == CM_ATTR_REJ)
+		cm_rej_pack(buf + CM_MAD_HDR, &r);
+	else
+		cm_simple_pack(buf + CM_MAD_HDR, attr, &m);
+}
+
+/*
+ * MADs posted on QP1 were not checked: an application could send CM
+ * messages (DREQ, REJ) claiming another's communication IDs, MADs of any
+ * class, and plain datagrams to any QP, which arrived with source QP 1.
+ * Now only CM messages naming the sender's own ID (its prefix) leave, to
+ * a QP1 under the CM's Q_Key; the victim's QP1 and UD QP receive nothing.
+ */
+static void
+cm_forge(void)
+{
+	struct cs_side v, x;
+	struct cs_cq vcq, xcq;
+	struct cs_qp vg, xg, vud;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	uint32_t ah, vp, xp, i;
+	enum ibv_wc_status st;
+
+	cs_side_open(&v, path_a);
+	cs_side_open(&x, path_a);
+	vp = (uint32_t)v.s.hello.cm_prefix << 24;
+	xp = (uint32_t)x.s.hello.cm_prefix << 24;
+	CHECK(vp != 0 && xp != 0 && vp != xp, "CM prefixes %x %x", vp, xp);
+	CHECK(cs_cq(&v.s, 64, &vcq) == 0 && cs_cq(&x.s, 64, &xcq) == 0, "cqs");
+	CHECK(gsi_proxy(&v.s, v.pd, vcq.handle, vcq.handle, &vg) == 0 &&
+		gsi_proxy(&x.s, x.pd, xcq.handle, xcq.handle, &xg) == 0,
+		"proxies");
+	CHECK(cs_qp(&v.s, v.pd, IBV_QPT_UD, &vcq, &vud) == 0, "the victim's UD QP");
+	ud_ready(&v.s, &vud, 0x11111111);
+	for (i = 0; i < 4; i++) {
+		sge = (struct ibv_sge){ (uint64_t)(uintptr_t)v.b.addr + i * 512,
+			512, v.b.lkey };
+		cs_post_recv(&v.s, &vg, 100 + i, &sge);
+		cs_post_recv(&v.s, &vud, 200 + i, &sge);
+	}
+	ah = ah_to_self(&x);
+	/* forged: the victim's IDs as the sender's own */
+	cm_msg(x.b.addr, CM_ATTR_DREQ, vp | 0x123456, vp | 0x654321);
+	cm_msg(x.b.addr + 512, CM_ATTR_REJ, vp | 0x123456, vp | 0x654321);
+	/* another class (subnet administration), same IDs */
+	memcpy(x.b.addr + 1024, x.b.addr, CM_MAD_LEN);
+	x.b.addr[1024 + 1] = 0x03;
+	memset(x.b.addr + 1536, 0x5a, 64);
+	st = gsi_send(&x, &xg, &xcq, ah, 0, CM_MAD_LEN, 1, CM_QKEY);
+	CHECK(st != IBV_WC_SUCCESS, "a DREQ with the victim's ID went");
+	st = gsi_send(&x, &xg, &xcq, ah, 512, CM_MAD_LEN, 1, CM_QKEY);
+	CHECK(st != IBV_WC_SUCCESS, "a REJ with the victim's ID went");
+	st = gsi_send(&x, &xg, &xcq, ah, 1024, CM_MAD_LEN, 1, CM_QKEY);
+	CHECK(st != IBV_WC_SUCCESS, "a MAD of another class went");
+	st = gsi_send(&x, &xg, &xcq, ah, 1536, 64, vud.qpn, 0x11111111);
+	CHECK(st != IBV_WC_SUCCESS, "a datagram from QP1 to a UD QP went");
+	CHECK(cs_poll(&vcq, &wc, 1000) == 0, "the victim received something: "
+		"wr_id %lu status %d src_qp %u", (unsigned long)wc.wr_id,
+		wc.status, wc.src_qp);
+	/* and its own IDs go: a DREQ to itself comes back to its QP1 */
+	sge = (struct ibv_sge){ (uint64_t)(uintptr_t)x.b.addr + 4096, 512,
+		x.b.lkey };
+	cs_post_recv(&x.s, &xg, 300, &sge);
+	cm_msg(x.b.addr + 2048, CM_ATTR_DREQ, xp | 1, xp | 2);
+	st = gsi_send(&x, &xg, &xcq, ah, 2048, CM_MAD_LEN, 1, CM_QKEY);
+	CHECK(st == IBV_WC_SUCCESS, "a DREQ with its own IDs: status %d", st);
+	CHECK(cs_poll(&xcq, &wc, 10000) == 1 && wc.wr_id == 300 &&
+		wc.status == IBV_WC_SUCCESS, "its own DREQ came back");
+	cs_close(&v.s);
+	cs_close(&x.s);
+	printf("forged CM messages, other classes, datagrams: refused\n");
+}
+
 /* A connected socket to path, no HELLO yet; -1 when refused. */
 static int
 connect_to(const char *path)
@@ -720,6 +867,8 @@ main(int argc, char **argv)
 		dereg_in_flight();
 	else if (strcmp(c, "gsi_cq") == 0)
 		gsi_cq();
+	else if (strcmp(c, "cm_forge") == 0)
+		cm_forge();
 	else if (strcmp(c, "unread_replies") == 0)
 		unread_replies();
 	else if (strcmp(c, "hello_nameless") == 0)

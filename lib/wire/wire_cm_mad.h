@@ -2,8 +2,8 @@
  * Copyright(c) 2026 droce authors
  */
 
-#ifndef CM_MAD_H
-#define CM_MAD_H
+#ifndef WIRE_CM_MAD_H
+#define WIRE_CM_MAD_H
 
 /*
  * The IB connection manager's MADs (IBTA vol. 1 ch. 12) and rdma_cm's IP
@@ -165,6 +165,19 @@ struct cm_sidr_rep {
 	uint32_t qkey;
 	uint8_t pdata[CM_SIDR_REP_PDATA];
 };
+
+/*
+ * Who a CM message names, for those who route or police MADs without a
+ * CM of their own (droced's QP1): the ID its sender calls its own (the
+ * local communication ID; a SIDR REQ's request ID), the ID naming the
+ * side it goes to (the remote communication ID; a SIDR REP's request
+ * ID), and the service ID of a REQ or SIDR REQ or SIDR REP. 0 where the
+ * message has none (a REQ names no remote side, a SIDR REP no sender's).
+ * attr: a CM attribute cm_mad_parse_hdr took.
+ */
+uint32_t cm_msg_sender_id(uint16_t attr, const uint8_t *msg);
+uint32_t cm_msg_target_id(uint16_t attr, const uint8_t *msg);
+uint64_t cm_msg_service_id(uint16_t attr, const uint8_t *msg);
 
 /* The MAD header: 0, or -1 when it is not a CM Send this CM answers. */
 int cm_mad_parse_hdr(const uint8_t *mad, uint32_t len, struct cm_mad_hdr *h);

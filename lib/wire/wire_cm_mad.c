@@ -10,7 +10,7 @@
 
 #include <string.h>
 
-#include "cm_mad.h"
+#include "wire_cm_mad.h"
 #include "wire_bytes.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -30,6 +30,43 @@ cm_mad_parse_hdr(const uint8_t *mad, uint32_t len, struct cm_mad_hdr *h)
 			h->attr_id < CM_ATTR_REQ || h->attr_id > CM_ATTR_SIDR_REP)
 		return -1;
 	return 0;
+}
+
+/* Every message but the SIDR pair opens with the local communication ID
+ * and (but the REQ) the remote one; the SIDR pair with the request ID,
+ * which is the requester's. */
+uint32_t
+cm_msg_sender_id(uint16_t attr, const uint8_t *msg)
+{
+	return attr == CM_ATTR_SIDR_REP ? 0 : get_be32(msg);
+}
+
+uint32_t
+cm_msg_target_id(uint16_t attr, const uint8_t *msg)
+{
+	switch (attr) {
+	case CM_ATTR_REQ:
+	case CM_ATTR_SIDR_REQ:
+		return 0;
+	case CM_ATTR_SIDR_REP:
+		return get_be32(msg);
+	default:
+		return get_be32(msg + 4);
+	}
+}
+
+uint64_t
+cm_msg_service_id(uint16_t attr, const uint8_t *msg)
+{
+	switch (attr) {
+	case CM_ATTR_REQ:
+	case CM_ATTR_SIDR_REQ:
+		return get_be64(msg + 8);
+	case CM_ATTR_SIDR_REP:
+		return get_be64(msg + 12);
+	default:
+		return 0;
+	}
 }
 
 void
