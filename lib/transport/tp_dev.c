@@ -51,6 +51,27 @@ mcast_limits(struct droce_dev_limits *lim)
 		lim->max_total_mcast_qp_attach = def.max_total_mcast_qp_attach;
 }
 
+/* The QPN stride: the slots rounded up to a power of 2 where that is a
+ * multiple of the queues (a mask in the receive path), else to a
+ * multiple of the queues; and the generations below QPN 0xffffff (the
+ * multicast QPN). */
+static void
+qpn_layout(struct droce_dev *dev, uint32_t nq)
+{
+	uint32_t s = 1;
+
+	while (s < dev->qp_tab_size)
+		s <<= 1;
+	if (s % nq == 0) {
+		dev->qpn_mask = s - 1;
+	} else {
+		s = (dev->qp_tab_size + nq - 1) / nq * nq;
+		dev->qpn_mask = 0;
+	}
+	dev->qpn_stride = s;
+	dev->qpn_gens = DROCE_PSN_MASK / s;
+}
+
 struct droce_dev *
 droce_dev_create(const struct droce_dev_conf *conf)
 {
@@ -78,8 +99,12 @@ droce_dev_create(const struct droce_dev_conf *conf)
 	dev->keys = calloc(TP_KEY_SLOTS, sizeof(*dev->keys));
 	dev->qp_tab_size = TP_MIN_QPN + dev->lim.max_qp + nq;
 	dev->qp_tab = calloc(dev->qp_tab_size, sizeof(*dev->qp_tab));
+	dev->qpn_gen = calloc(dev->qp_tab_size, sizeof(*dev->qpn_gen));
+	dev->qpn_next = calloc(nq, sizeof(*dev->qpn_next));
+	qpn_layout(dev, nq);
 	dev->queues = calloc(nq, sizeof(*dev->queues));
-	if (dev->keys == NULL || dev->qp_tab == NULL || dev->queues == NULL) {
+	if (dev->keys == NULL || dev->qp_tab == NULL || dev->queues == NULL ||
+			dev->qpn_gen == NULL || dev->qpn_next == NULL) {
 		droce_dev_destroy(dev);
 		errno = ENOMEM;
 		return NULL;
@@ -110,6 +135,8 @@ droce_dev_destroy(struct droce_dev *dev)
 	}
 	free(dev->queues);
 	free(dev->qp_tab);
+	free(dev->qpn_gen);
+	free(dev->qpn_next);
 	free(dev->srq_tab);
 	free(dev->keys);
 	pthread_mutex_destroy(&dev->lock);
@@ -365,9 +392,11 @@ int
 droce_dev_qp_stats(const struct droce_dev *dev, uint32_t qpn,
 		struct droce_tp_stats *st)
 {
-	if (qpn >= dev->qp_tab_size || dev->qp_tab[qpn] == NULL)
+	const struct droce_qp *qp = tp_qp_by_qpn(dev, qpn);
+
+	if (qp == NULL)
 		return -ENOENT;
-	droce_qp_stats(dev->qp_tab[qpn], st);
+	droce_qp_stats(qp, st);
 	return 0;
 }
 
@@ -381,7 +410,7 @@ droce_dev_qpns(struct droce_dev *dev, uint32_t *qpns, uint32_t max)
 		if (dev->qp_tab[i] == NULL)
 			continue;
 		if (n < max)
-			qpns[n] = i;
+			qpns[n] = dev->qp_tab[i]->qpn;
 		n++;
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -393,8 +422,6 @@ droce_dev_qp_sq_idle(const struct droce_dev *dev, uint32_t qpn)
 {
 	const struct droce_qp *qp;
 
-	if (qpn >= dev->qp_tab_size)
-		return 0;
-	qp = dev->qp_tab[qpn];
+	qp = tp_qp_by_qpn(dev, qpn);
 	return qp != NULL && qp->sq.head == qp->sq.tail;
 }

@@ -557,8 +557,21 @@ struct droce_dev {
 	pthread_mutex_t lock;
 	struct tp_key *keys;	/* MR/MW by key index */
 	uint32_t key_hint;
-	struct droce_qp **qp_tab;	/* by QPN */
+	/*
+	 * QPs by slot. A QPN is its slot plus a generation times the
+	 * stride (a multiple of the queues, so QPN % queues stays the
+	 * owner's), and each slot's generation moves on when its QP goes:
+	 * a number comes back only after every slot of its queue was
+	 * taken in turn and the generations went round, as NICs and rxe
+	 * hand numbers out cyclically. A frame still in flight for a QP
+	 * destroyed, or from a peer that has not noticed, names nobody.
+	 */
+	struct droce_qp **qp_tab;
 	uint32_t qp_tab_size;
+	uint32_t qpn_stride, qpn_mask;	/* mask: stride - 1 if a power of 2 */
+	uint32_t qpn_gens;		/* generations that fit in 24 bits */
+	uint32_t *qpn_gen;		/* each slot's */
+	uint32_t *qpn_next;		/* each queue's next slot to try */
 	uint32_t nb_qp, nb_cq, nb_pd, nb_mr, nb_mw, nb_srq, nb_ah;
 	struct droce_tp_queue *queues;
 	/* the valid entries of conf.gids, packed, as two words each:
@@ -665,6 +678,26 @@ void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
 void tp_comp_retire(struct droce_qp *qp);
 void tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt);
 void tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st);
+
+/* The slot of QPN qpn (dev->qp_tab's comment). */
+static inline uint32_t
+tp_qpn_slot(const struct droce_dev *dev, uint32_t qpn)
+{
+	return dev->qpn_mask ? qpn & dev->qpn_mask : qpn % dev->qpn_stride;
+}
+
+/* The QP whose number is qpn, or NULL. */
+static inline struct droce_qp *
+tp_qp_by_qpn(const struct droce_dev *dev, uint32_t qpn)
+{
+	uint32_t slot = tp_qpn_slot(dev, qpn);
+	struct droce_qp *qp;
+
+	if (slot >= dev->qp_tab_size)
+		return NULL;
+	qp = dev->qp_tab[slot];
+	return qp != NULL && qp->qpn == qpn ? qp : NULL;
+}
 
 /* tp_resp.c */
 /* A request for qp; len_bad: the packet breaks the length rules of C9-92. */

@@ -377,16 +377,27 @@ droce_qp_query(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 	return 0;
 }
 
+/* A number for a QP of queue q (dev->lock held): the next free slot of
+ * the queue's after the last one taken, at its generation; 0 if none. */
 static uint32_t
 qpn_alloc(struct droce_dev *dev, uint32_t q)
 {
-	uint32_t nq = dev->conf.nb_queues, n;
+	uint32_t nq = dev->conf.nb_queues, first, n, k, span;
 
-	/* QPN % nb_queues == the owner queue, from 0x11 on */
-	n = TP_MIN_QPN + (q + nq - TP_MIN_QPN % nq) % nq;
-	for (; n < dev->qp_tab_size; n += nq)
-		if (dev->qp_tab[n] == NULL)
-			return n;
+	/* slot % nb_queues == the owner queue, from 0x11 on */
+	first = TP_MIN_QPN + (q + nq - TP_MIN_QPN % nq) % nq;
+	if (first >= dev->qp_tab_size)
+		return 0;
+	span = (dev->qp_tab_size - first + nq - 1) / nq;
+	n = dev->qpn_next[q] >= first ? dev->qpn_next[q] : first;
+	for (k = 0; k < span; k++, n += nq) {
+		if (n >= dev->qp_tab_size)
+			n = first;
+		if (dev->qp_tab[n] == NULL) {
+			dev->qpn_next[q] = n + nq;
+			return n + dev->qpn_gen[n] * dev->qpn_stride;
+		}
+	}
 	return 0;
 }
 
@@ -502,7 +513,7 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 		goto nomem;
 	}
 	qp->qpn = qpn;
-	dev->qp_tab[qpn] = qp;
+	dev->qp_tab[tp_qpn_slot(dev, qpn)] = qp;
 	dev->nb_qp++;
 	pd->refs++;
 	scq->refs++;
@@ -552,7 +563,7 @@ tp_qp_alloc(struct droce_dev *dev, struct droce_tp_queue *q,
 		goto nomem;
 	}
 	qp->qpn = qpn;
-	dev->qp_tab[qpn] = qp;
+	dev->qp_tab[tp_qpn_slot(dev, qpn)] = qp;
 	dev->nb_qp++;
 	pthread_mutex_unlock(&dev->lock);
 	qp->tmpl.udp_sport = droce_udp_sport_qpn(qpn);
@@ -592,7 +603,11 @@ droce_qp_destroy(struct droce_qp *qp)
 		return -EBUSY;
 	}
 	tp_resp_last_ack(qp);	/* the frame outlives the QP */
-	dev->qp_tab[qp->qpn] = NULL;
+	dev->qp_tab[tp_qpn_slot(dev, qp->qpn)] = NULL;
+	/* the slot's next QP gets another number (QP1 keeps its own) */
+	if (qp->qpn != TP_GSI_QPN)
+		dev->qpn_gen[tp_qpn_slot(dev, qp->qpn)] =
+			(dev->qpn_gen[tp_qpn_slot(dev, qp->qpn)] + 1) % dev->qpn_gens;
 	dev->nb_qp--;
 	tp_queue_del_qp(qp->queue, qp);
 	if (qp->xrc == IBV_QPT_XRC_RECV) {

@@ -128,11 +128,11 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 			q->st.rx_drop_parse[-rc]++;
 		return;	/* no congestion control yet: counted, ignored */
 	}
-	if (pkt.dqpn >= dev->qp_tab_size || pkt.pkey != 0xffff) {
+	if (pkt.pkey != 0xffff) {
 		q->st.rx_drop_noqp++;
 		return;
 	}
-	qp = dev->qp_tab[pkt.dqpn];
+	qp = tp_qp_by_qpn(dev, pkt.dqpn);
 	if (qp == NULL || qp->queue != q || !transport_matches(qp, pkt.opcode)) {
 		q->st.rx_drop_noqp++;
 		return;

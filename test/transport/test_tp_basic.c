@@ -672,6 +672,117 @@ zc_frames(void)
 	return n;
 }
 
+/* A UD QP through INIT (the Q_Key fl_connect gives), RTR and RTS. */
+static void
+ud_up(struct droce_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qkey = 0x11111111 };
+
+	CHECK_EQ(droce_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+		IBV_QP_PORT | IBV_QP_QKEY, NULL), 0, "UD INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK_EQ(droce_qp_modify(qp, &a, IBV_QP_STATE, NULL), 0, "UD RTR");
+	a.qp_state = IBV_QPS_RTS;
+	CHECK_EQ(droce_qp_modify(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL), 0,
+		"UD RTS");
+}
+
+/*
+ * QP numbers come back only after every slot of the queue was taken in
+ * turn and the generations went round: 20000 QPs created and destroyed
+ * one after another all get numbers of their own. And a datagram sent to
+ * a destroyed UD QP's number reaches none of the QPs created after it (a
+ * NIC's numbers cycle; droce's gave the lowest free one back at once, so
+ * a frame in flight for a QP that went reached the next one created,
+ * maybe another application's).
+ */
+static void
+test_qpn_cycle(void)
+{
+	static uint32_t seen[20000];
+	struct ibv_qp_init_attr ia;
+	struct droce_tp_stats st0, st1;
+	struct droce_cq *cq = droce_cq_create(L.end[1].dev, 0, 64);
+	struct pair p;
+	struct tbuf sb, rb;
+	struct droce_qp *later[4];
+	struct droce_av av;
+	struct droce_ah *ah;
+	struct ibv_send_wr wr;
+	struct ibv_sge s;
+	struct ibv_wc wc;
+	uint32_t i, k, old;
+
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	for (i = 0; i < 20000; i++) {
+		struct droce_qp *qp = droce_qp_create(L.end[1].pd, &ia, cq, cq,
+			NULL);
+
+		CHECK(qp != NULL, "QP %u", i);
+		seen[i] = droce_qp_num(qp);
+		CHECK(seen[i] != 0 && seen[i] < 0xffffff, "QPN %x", seen[i]);
+		droce_qp_destroy(qp);
+	}
+	for (i = 0; i < 20000; i++)	/* sorted, then no two alike */
+		for (k = i; k > 0 && seen[k - 1] > seen[k]; k--) {
+			old = seen[k];
+			seen[k] = seen[k - 1];
+			seen[k - 1] = old;
+		}
+	for (i = 1; i < 20000; i++)
+		CHECK(seen[i] != seen[i - 1], "QPN %x given twice", seen[i]);
+
+	/* a datagram to a UD QP that went */
+	pair_make(&p, IBV_QPT_UD);
+	tbuf_init(&sb, L.end[0].pd, 64, ACC_ALL);
+	tbuf_init(&rb, L.end[1].pd, 4096, ACC_ALL);
+	old = droce_qp_num(p.qp[1]);
+	droce_qp_destroy(p.qp[1]);
+	for (i = 0; i < 4; i++) {
+		later[i] = droce_qp_create(L.end[1].pd, &ia, p.cq[1], p.cq[1],
+			NULL);
+		CHECK(later[i] != NULL && droce_qp_num(later[i]) != old,
+			"a QP created after QPN %x went took it", old);
+		ud_up(later[i]);
+		post_recv(later[i], &rb, (size_t)i * 1024, 1024, 300 + i);
+	}
+	fl_av_to(&L, 0, &av);
+	ah = droce_ah_create(L.end[0].pd, &av);
+	s = sge_of(&sb, 0, 64);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 9;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr.ud.ah = droce_ah_to_ibv(ah);
+	wr.wr.ud.remote_qpn = old;
+	wr.wr.ud.remote_qkey = 0x11111111;
+	droce_tp_queue_stats(L.end[1].q, &st0);
+	CHECK_EQ(post(p.qp[0], &wr), 0, "send to the QPN that went");
+	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 100000000), 0, "sent");
+	fl_run_idle(&L, 10000000);
+	CHECK(droce_cq_poll(p.cq[1], &wc, 1) == 0, "a QP created later "
+		"received a datagram for QPN %x (wr_id %llu)", old,
+		(unsigned long long)wc.wr_id);
+	droce_tp_queue_stats(L.end[1].q, &st1);
+	CHECK_EQ(st1.rx_drop_noqp, st0.rx_drop_noqp + 1, "dropped: no QP");
+	for (i = 0; i < 4; i++)
+		droce_qp_destroy(later[i]);
+	droce_ah_destroy(ah);
+	droce_qp_destroy(p.qp[0]);
+	droce_cq_destroy(p.cq[0]);
+	droce_cq_destroy(p.cq[1]);
+	droce_cq_destroy(cq);
+	tbuf_fini(&sb);
+	tbuf_fini(&rb);
+}
+
 /* argv[1] "zero-copy": every payload by reference to its MR. */
 int
 main(int argc, char **argv)
@@ -701,6 +812,7 @@ main(int argc, char **argv)
 	test_mw_type1();
 	test_dereg_mid_message();
 	test_fair_turns();
+	test_qpn_cycle();
 	if (zc) {
 		CHECK(zc_frames() > 0, "frames went by reference");
 		test_dereg_waits(0);
