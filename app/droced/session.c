@@ -304,10 +304,11 @@ void
 dd_sessions_sweep(void)
 {
 	uint64_t now = now_ms();
-	uint32_t i = dd.nb_apps;
+	uint32_t i;
 
 	end_shrunk();
 	/* backwards: a detach moves the last session into its slot */
+	i = dd.nb_apps;
 	while (i-- > 0) {
 		struct dd_app *a = dd.apps[i];
 
