@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 
 #include "droced.h"
@@ -108,13 +108,34 @@ dd_app_new(int sock)
 	if (a == NULL)
 		return NULL;
 	a->sock = sock;
-	a->region_fd = a->async_fd = -1;
+	a->region_fd = a->async_fd = a->wake_rfd = -1;
+	a->hello_fds[0] = a->hello_fds[1] = -1;
 	return a;
 }
 
-/* The session's region, tables and async channel. */
+/*
+ * A pipe whose end *ours we keep, never blocking, and whose other end
+ * *theirs goes to the application: each end's open file is its holder's
+ * alone, so nothing the application does to its end can make ours wait
+ * (an eventfd shared both ways could: its flags are one for both, and
+ * either side can fill it or read it dry). ours_is_write: which end.
+ */
 static int
-app_resources(struct dd_app *a)
+app_pipe(int *ours, int *theirs, int ours_is_write)
+{
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -1;
+	*ours = p[ours_is_write ? 1 : 0];
+	*theirs = p[ours_is_write ? 0 : 1];
+	return fcntl(*ours, F_SETFL, O_NONBLOCK);
+}
+
+/* The session's region, tables and pipes: async events, and in idle
+ * mode its wake-ups of dp's progress thread. */
+static int
+app_resources(struct dd_app *a, struct dd_port *dp)
 {
 	struct droce_chan_region *r;
 	uint32_t q;
@@ -133,9 +154,19 @@ app_resources(struct dd_app *a)
 	}
 	a->heap_pages = (uint32_t)(a->region_size / DD_PAGE);
 	a->heap_map = calloc(a->heap_pages, 1);
-	a->async_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (a->heap_map == NULL || a->async_fd < 0)
+	if (a->heap_map == NULL ||
+			app_pipe(&a->async_fd, &a->hello_fds[0], 1) != 0)
 		return -ENOMEM;
+	if (dp->wake_ep >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		if (app_pipe(&a->wake_rfd, &a->hello_fds[1], 0) != 0)
+			return -ENOMEM;
+		ev.data.fd = a->wake_rfd;
+		if (epoll_ctl(dp->wake_ep, EPOLL_CTL_ADD, a->wake_rfd, &ev) != 0)
+			return -ENOMEM;
+		a->wake_ep = dp->wake_ep;
+	}
 	/* its CM IDs' prefix (gsi.c), while there are some free */
 	for (q = 1; q < 256 && a->cm_prefix == 0; q++)
 		if (dd.by_prefix[q] == NULL) {
@@ -158,7 +189,7 @@ dd_app_bind(struct dd_app *a, struct dd_port *dp)
 	void *db[DROCE_CHAN_MAX_QUEUES];
 	uint32_t q;
 
-	if (app_resources(a) != 0)
+	if (app_resources(a, dp) != 0)
 		return -ENOMEM;
 	r = a->region;
 	for (q = 0; q < dp->nb_queues; q++) {
@@ -285,7 +316,7 @@ reclaim_rest(struct dd_app *a)
 
 		if (c == NULL)
 			continue;
-		close(c->efd);
+		close(c->wfd);
 		dd_table_del(&a->chans, h);
 		free(c);
 	}
@@ -315,6 +346,13 @@ dd_app_free(struct dd_app *a)
 			dd.apps[dd.nb_apps] = NULL;
 			break;
 		}
+	/* the progress thread drains wake pipes under this lock: once
+	 * it is let go, ours is nobody's (its number may come back) */
+	if (a->wake_rfd >= 0) {
+		epoll_ctl(a->wake_ep, EPOLL_CTL_DEL, a->wake_rfd, NULL);
+		close(a->wake_rfd);
+		a->wake_rfd = -1;
+	}
 	pthread_mutex_unlock(&dd.apps_lock);
 	if (a->dp != NULL && a->dp->gsi != NULL)
 		dd_gsi_app_gone(a);
@@ -340,6 +378,9 @@ dd_app_free(struct dd_app *a)
 		close(a->region_fd);
 	if (a->async_fd >= 0)
 		close(a->async_fd);
+	for (i = 0; i < 2; i++)
+		if (a->hello_fds[i] >= 0)
+			close(a->hello_fds[i]);
 	if (a->sock >= 0)
 		close(a->sock);
 	free(a->heap_map);
@@ -355,7 +396,7 @@ dd_async(struct dd_app *a, enum ibv_event_type type, enum droce_chan_kind kind,
 	struct droce_chan_region *r = a->region;
 	uint32_t cons = __atomic_load_n(&r->async_cons, __ATOMIC_ACQUIRE);
 	struct droce_chan_async *e;
-	uint64_t one = 1;
+	char one = 1;
 
 	if (a->async_prod - cons >= DROCE_CHAN_ASYNC_SIZE)
 		return;
@@ -365,8 +406,8 @@ dd_async(struct dd_app *a, enum ibv_event_type type, enum droce_chan_kind kind,
 	e->handle = handle;
 	a->async_prod++;
 	__atomic_store_n(&r->async_prod, a->async_prod, __ATOMIC_RELEASE);
-	if (write(a->async_fd, &one, sizeof(one)) < 0)
-		DD_LOG(DEBUG, "async eventfd: %s", strerror(errno));
+	if (write(a->async_fd, &one, 1) < 0)
+		DD_LOG(DEBUG, "async pipe: %s", strerror(errno));
 }
 
 /* The transport's async events (owner context): to the object's owner. */

@@ -12,8 +12,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "droced.h"
 #include "ctl.h"
@@ -106,9 +107,12 @@ op_hello(struct req_ctx *c)
 	c->a->comm[sizeof(c->a->comm) - 1] = '\0';
 	hello_fill(c);
 	c->out[c->nout++] = c->a->region_fd;
-	c->out[c->nout++] = c->a->async_fd;
-	if (c->a->dp->wake_fd >= 0)
-		c->out[c->nout++] = c->a->dp->wake_fd;
+	/* the other ends of its pipes: the application's alone */
+	c->out[c->nout++] = c->a->hello_fds[0];
+	if (c->a->hello_fds[1] >= 0)
+		c->out[c->nout++] = c->a->hello_fds[1];
+	c->out_close = 0x6;
+	c->a->hello_fds[0] = c->a->hello_fds[1] = -1;
 	return 0;
 }
 
@@ -199,24 +203,55 @@ op_dereg_mr(struct req_ctx *c)
 	return dd_dereg_mr(c->a, c->req);
 }
 
+/* A pipe whose write end we keep, never blocking, and whose read end
+ * the application gets with a write end of its own: that open file is
+ * another than ours, so that no flag it sets (O_NONBLOCK cleared) and
+ * nothing it writes can make our write wait. */
+static int
+chan_pipe(int *wfd, int out[2])
+{
+	char path[64];
+	int p[2];
+
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return -errno;
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[1]);
+	out[0] = p[0];
+	out[1] = open(path, O_WRONLY | O_CLOEXEC);
+	if (out[1] < 0 || fcntl(p[1], F_SETFL, O_NONBLOCK) != 0) {
+		if (out[1] >= 0)
+			close(out[1]);
+		close(p[0]);
+		close(p[1]);
+		return -EMFILE;
+	}
+	*wfd = p[1];
+	return 0;
+}
+
 static int
 op_create_channel(struct req_ctx *c)
 {
 	struct droce_chan_handle *p = c->rep;
 	struct dd_chan *ch = calloc(1, sizeof(*ch));
+	int ends[2] = { -1, -1 };
 
 	if (ch == NULL)
 		return -ENOMEM;
-	/* blocking: the flag is the application's too (its
-	 * ibv_get_cq_event blocks unless it sets O_NONBLOCK) */
-	ch->efd = eventfd(0, EFD_CLOEXEC);
-	if (ch->efd < 0 || dd_table_add(&c->a->chans, ch, &p->handle) != 0) {
-		if (ch->efd >= 0)
-			close(ch->efd);
+	if (chan_pipe(&ch->wfd, ends) != 0) {
 		free(ch);
 		return -ENOMEM;
 	}
-	c->out[c->nout++] = ch->efd;
+	if (dd_table_add(&c->a->chans, ch, &p->handle) != 0) {
+		close(ch->wfd);
+		close(ends[0]);
+		close(ends[1]);
+		free(ch);
+		return -ENOMEM;
+	}
+	c->out[c->nout++] = ends[0];
+	c->out[c->nout++] = ends[1];
+	c->out_close = 0x3;	/* they are the application's */
 	return 0;
 }
 
@@ -231,7 +266,7 @@ op_destroy_channel(struct req_ctx *c)
 	if (ch->refs)
 		return -EBUSY;
 	dd_table_del(&c->a->chans, r->handle);
-	close(ch->efd);
+	close(ch->wfd);
 	free(ch);
 	return 0;
 }
@@ -397,7 +432,8 @@ dd_wq_alloc(struct dd_app *a, struct dd_wq *wq, uint32_t entries, uint32_t slot,
 {
 	wq->size = dd_pow2(entries ? entries : 1);
 	wq->slot = slot;
-	if (slot > 4096 || dd_heap_alloc(a, droce_chan_wq_bytes(wq->size, slot),
+	if (slot > DROCE_CHAN_SLOT_MAX ||
+			dd_heap_alloc(a, droce_chan_wq_bytes(wq->size, slot),
 			&wq->off) != 0)
 		return -ENOMEM;
 	wq->sh = droce_chan_at(a->region, wq->off);
@@ -497,6 +533,24 @@ static const op_fn handlers[DROCE_OP_COUNT] = {
 };
 
 int
+dd_ctl_check(void)
+{
+	uint32_t op;
+
+	/* every op the channel defines has its bodies and a handler */
+	for (op = 1; op < DROCE_OP_COUNT; op++)
+		if (handlers[op] == NULL || droce_chan_op_name(op) == NULL ||
+				droce_chan_body_len(op, 0) < 0 ||
+				droce_chan_body_len(op, 1) < 0) {
+			DD_LOG(ERR, "channel op %u (%s) has no handler or no "
+				"bodies", op, droce_chan_op_name(op) ?
+				droce_chan_op_name(op) : "unnamed");
+			return -1;
+		}
+	return 0;
+}
+
+int
 dd_serve_msg(struct dd_app *a, const uint8_t *msg, int *fds, int nfds,
 		uint32_t neigh_ms)
 {
@@ -513,7 +567,9 @@ dd_serve_msg(struct dd_app *a, const uint8_t *msg, int *fds, int nfds,
 	memset(&out, 0, sizeof(out));
 	c.req = msg + sizeof(*h);
 	c.rep = out.buf + sizeof(out.hdr);
-	if (h->op != DROCE_OP_HELLO && a->dp == NULL) {
+	if (h->op == 0 || h->op >= DROCE_OP_COUNT || handlers[h->op] == NULL) {
+		rc = -EOPNOTSUPP;	/* droce_chan_recv refused it already */
+	} else if (h->op != DROCE_OP_HELLO && a->dp == NULL) {
 		rc = -EPROTO;	/* HELLO first */
 	} else {
 		rc = handlers[h->op](&c);

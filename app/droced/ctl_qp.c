@@ -314,8 +314,17 @@ op_modify_qp(struct req_ctx *c)
 
 	if (qp == NULL)
 		return -EINVAL;
-	if (qp->gsi)
-		return 0;	/* QP1 is the daemon's, always ready */
+	if (qp->gsi) {
+		/* QP1 is the daemon's, always ready; a RESET makes a proxy
+		 * the application broke new (gsi.c) */
+		if ((r->mask & IBV_QP_STATE) && attr.qp_state == IBV_QPS_RESET) {
+			droce_port_lock(c->a->dp->port, qp->q);
+			qp->failed = false;
+			__atomic_store_n(&qp->sq.sh->error, 0, __ATOMIC_RELEASE);
+			droce_port_unlock(c->a->dp->port, qp->q);
+		}
+		return 0;
+	}
 	/* the neighbour is asked before the queue is held (it may take
 	 * seconds; the data path goes on meanwhile) */
 	if (r->mask & IBV_QP_AV) {

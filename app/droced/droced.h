@@ -56,8 +56,10 @@ struct dd_table {
 
 struct dd_app;
 
+/* A completion channel: a pipe whose read end the application holds;
+ * ours, the write end, never blocks (its open file is ours alone). */
 struct dd_chan {
-	int efd;
+	int wfd;
 	uint32_t refs;		/* CQs on it */
 };
 
@@ -110,10 +112,12 @@ struct dd_qp {
 	bool sq_sig_all;
 };
 
+#define DD_GSI_MAX_SGE 4	/* a GSI proxy's WQEs (a MAD is 256 bytes) */
+
 struct dd_gsi_rwqe {
 	uint64_t wr_id;
 	uint32_t num_sge;
-	struct ibv_sge sge[4];
+	struct ibv_sge sge[DD_GSI_MAX_SGE];
 };
 
 struct dd_mr {
@@ -168,7 +172,12 @@ struct dd_app {
 	uid_t uid;
 	gid_t gid;
 	char comm[32];
-	int region_fd, async_fd;
+	int region_fd;
+	/* pipes, each end's open file its holder's alone: the async one
+	 * (we write), the wake one (the application writes while the
+	 * port's progress thread naps, we drain it) */
+	int async_fd, wake_rfd, wake_ep;
+	int hello_fds[2];	/* their ends, until HELLO's reply takes them */
 	struct droce_chan_region *region;
 	uint64_t region_size;
 	uint8_t *heap_map;	/* one byte per page: in use */
@@ -212,7 +221,7 @@ struct dd_port {
 	struct droce_port *port;
 	struct droce_dev *dev;
 	uint32_t nb_queues;
-	int wake_fd;
+	int wake_ep;		/* idle mode: the sessions' wake pipes */
 	struct dd_queue q[DROCE_CHAN_MAX_QUEUES];
 	uint32_t next_cq_queue;
 	struct dd_gsi *gsi;
@@ -287,7 +296,9 @@ void dd_async(struct dd_app *a, enum ibv_event_type type,
 		enum droce_chan_kind kind, uint32_t handle);
 void dd_async_cb(void *arg, const struct ibv_async_event *ev);
 
-/* ctl.c: the control requests */
+/* ctl.c: the control requests; dd_ctl_check: every op has a handler
+ * (at start: 0, or -1 with the op logged) */
+int dd_ctl_check(void);
 int dd_serve(struct dd_app *a);
 /* One request (header then body) with its descriptors, which it closes;
  * neigh_ms: how long a neighbour may still be waited for. 0, or -1 when
@@ -340,8 +351,40 @@ uint8_t *dd_app_mem(struct dd_app *a, uint32_t lkey, uint64_t addr,
 
 /* fast.c: a QP whose SQ could not be emptied: again each pass */
 void dd_qp_retry_later(struct dd_qp *qp);
-/* fast.c: new slots of a WQ (rung cleared), -1 for a scribbled index */
-int64_t dd_wq_pending(struct dd_wq *wq);
+
+/*
+ * ring.c: the one way to take what an application wrote into a ring of
+ * its region. A consumer reads how many slots there are (dd_wq_avail,
+ * dd_db_avail: -1 for a scribbled producer index, of which nothing is
+ * taken: it then refuses the ring's owner), copies each slot out whole
+ * before looking at it (dd_wq_copy, dd_db_take), advances wq->cons for
+ * each it is done with, and publishes its index once (dd_wq_publish,
+ * dd_db_publish).
+ */
+union dd_slot {
+	uint8_t b[DROCE_CHAN_SLOT_MAX];
+	struct droce_chan_swqe s;
+	struct droce_chan_rwqe r;
+} __attribute__((aligned(64)));
+
+int64_t dd_wq_avail(struct dd_wq *wq);
+void dd_wq_copy(const struct dd_wq *wq, union dd_slot *out);
+void dd_wq_publish(struct dd_wq *wq);
+int64_t dd_db_avail(struct dd_app *a, uint32_t q);
+uint32_t dd_db_take(struct dd_app *a, uint32_t q);
+void dd_db_publish(struct dd_app *a, uint32_t q);
+
+/* The n SGEs after a WQE header of hdr bytes in a slot copy of slot
+ * bytes, or NULL when n passes max or they do not fit the slot. */
+static inline const struct ibv_sge *
+dd_slot_sges(const union dd_slot *sl, uint32_t hdr, uint32_t n, uint32_t max,
+		uint32_t slot)
+{
+	if (n > max || slot < hdr ||
+			(uint64_t)n * sizeof(struct ibv_sge) > slot - hdr)
+		return NULL;
+	return (const struct ibv_sge *)(sl->b + hdr);
+}
 /* fast.c: a completion straight into an application's CQ ring (the GSI
  * proxy's, from the CQ's queue): 0, or -ENOSPC (dropped, counted) */
 int dd_cq_put(struct dd_cq *cq, const struct ibv_wc *wc);

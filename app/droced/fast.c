@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 
 #include "droced.h"
 
-#define DD_WQE_MAX 4096		/* largest slot we copy out */
 #define DD_BATCH 32
 
 static int
@@ -121,20 +121,6 @@ qp_refuse(struct dd_qp *qp, const char *why, int err)
 	dd_async(qp->app, IBV_EVENT_QP_FATAL, DROCE_KIND_QP, qp->handle);
 }
 
-/* How many new slots a WQ has: prod read once; more than the ring holds
- * is a scribbled index (-1). */
-int64_t
-dd_wq_pending(struct dd_wq *wq)
-{
-	uint32_t prod;
-
-	__atomic_store_n(&wq->sh->rung, 0, __ATOMIC_SEQ_CST);
-	prod = __atomic_load_n(&wq->sh->prod, __ATOMIC_ACQUIRE);
-	if (prod - wq->cons > wq->size)
-		return -1;
-	return (int64_t)(prod - wq->cons);
-}
-
 /* One send WQE from our copy w into wr: 0, or -1 when it is malformed. */
 static int
 swqe_to_wr(struct dd_qp *qp, const struct droce_chan_swqe *w, uint32_t slot,
@@ -158,10 +144,12 @@ swqe_to_wr(struct dd_qp *qp, const struct droce_chan_swqe *w, uint32_t slot,
 		sge->lkey = 0;
 		wr->num_sge = w->inline_len ? 1 : 0;
 	} else {
-		if (w->num_sge > qp->max_send_sge ||
-				w->num_sge * sizeof(struct ibv_sge) > data)
+		const struct ibv_sge *in = dd_slot_sges((const void *)w,
+			sizeof(*w), w->num_sge, qp->max_send_sge, slot);
+
+		if (in == NULL)
 			return -1;
-		memcpy(sge, w + 1, w->num_sge * sizeof(struct ibv_sge));
+		memcpy(sge, in, w->num_sge * sizeof(struct ibv_sge));
 		wr->num_sge = (int)w->num_sge;
 	}
 	wr->sg_list = sge;
@@ -240,24 +228,21 @@ sq_complete_refused(struct dd_qp *qp, const struct droce_chan_swqe *w,
 static int
 drain_sq(struct dd_qp *qp)
 {
-	static __thread uint8_t copy[DD_WQE_MAX] __attribute__((aligned(64)));
-	struct ibv_sge sge[DD_WQE_MAX / sizeof(struct ibv_sge)];
-	const struct droce_chan_swqe *w = (const void *)copy;
+	static __thread union dd_slot copy;
+	struct ibv_sge sge[DROCE_CHAN_SLOT_MAX / sizeof(struct ibv_sge)];
+	const struct droce_chan_swqe *w = &copy.s;
 	struct dd_wq *wq = &qp->sq;
-	int64_t n = dd_wq_pending(wq);
+	int64_t n = dd_wq_avail(wq);
 	int done = 0, rc;
 
 	if (n < 0) {	/* a scribbled index: no WQE to complete */
 		qp_refuse(qp, "producer index past the ring", EINVAL);
-		wq->cons = __atomic_load_n(&wq->sh->prod, __ATOMIC_ACQUIRE);
-		__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
 		return 0;
 	}
 	while (n-- > 0) {
 		struct ibv_send_wr wr, *bad;
 
-		memcpy(copy, wq->slots + (size_t)(wq->cons & (wq->size - 1)) *
-			wq->slot, wq->slot);
+		dd_wq_copy(wq, &copy);
 		if (qp->failed) {
 			if (sq_complete_refused(qp, w, IBV_WC_WR_FLUSH_ERR) != 0)
 				break;
@@ -278,7 +263,7 @@ drain_sq(struct dd_qp *qp)
 		wq->cons++;
 		done++;
 	}
-	__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
+	dd_wq_publish(wq);
 	qp->app->st.sq_wqes += (uint64_t)done;
 	return done;
 }
@@ -288,23 +273,20 @@ static int
 drain_rq(struct dd_app *a, struct dd_wq *wq, struct dd_qp *qp, struct dd_srq *srq,
 		uint32_t max_sge)
 {
-	static __thread uint8_t copy[DD_WQE_MAX] __attribute__((aligned(64)));
-	struct ibv_sge sge[DD_WQE_MAX / sizeof(struct ibv_sge)];
-	int64_t n = dd_wq_pending(wq);
-	int done = 0, rc, bad_wqe = 0;
+	static __thread union dd_slot copy;
+	const struct droce_chan_rwqe *w = &copy.r;
+	int64_t n = dd_wq_avail(wq);
+	int done = 0, rc, bad_wqe = n < 0;
 
-	if (n < 0)
-		bad_wqe = 1;
 	while (n-- > 0) {
-		const struct droce_chan_rwqe *w = (const void *)copy;
 		struct ibv_recv_wr wr = { 0 }, *bad;
+		const struct ibv_sge *sge;
 
-		memcpy(copy, wq->slots + (size_t)(wq->cons & (wq->size - 1)) *
-			wq->slot, wq->slot);
+		dd_wq_copy(wq, &copy);
+		sge = dd_slot_sges(&copy, sizeof(*w), w->num_sge, max_sge,
+			wq->slot);
 		wr.wr_id = w->wr_id;
-		wr.sg_list = sge;
-		if (w->num_sge > max_sge || sizeof(*w) + w->num_sge *
-				sizeof(struct ibv_sge) > wq->slot) {
+		if (sge == NULL) {
 			if (qp == NULL) {
 				bad_wqe = 1;
 				break;
@@ -312,9 +294,8 @@ drain_rq(struct dd_app *a, struct dd_wq *wq, struct dd_qp *qp, struct dd_srq *sr
 			/* the QP goes to ERR: this one, emptied, and those
 			 * after it complete flushed, in order */
 			qp_refuse(qp, "receive", EINVAL);
-			wr.num_sge = 0;
 		} else {
-			memcpy(sge, w + 1, w->num_sge * sizeof(struct ibv_sge));
+			wr.sg_list = (struct ibv_sge *)(uintptr_t)sge;
 			wr.num_sge = (int)w->num_sge;
 		}
 		rc = qp ? droce_qp_post_recv(qp->tqp, &wr, &bad) :
@@ -329,6 +310,8 @@ drain_rq(struct dd_app *a, struct dd_wq *wq, struct dd_qp *qp, struct dd_srq *sr
 		done++;
 	}
 	if (bad_wqe) {
+		/* nothing more of this ring is taken until it is posted to
+		 * again; a scribbled index was caught up with already */
 		a->st.refused_wqes++;
 		if (qp != NULL)
 			qp_refuse(qp, "receive", EINVAL);
@@ -336,7 +319,7 @@ drain_rq(struct dd_app *a, struct dd_wq *wq, struct dd_qp *qp, struct dd_srq *sr
 			dd_async(a, IBV_EVENT_SRQ_ERR, DROCE_KIND_SRQ, srq->handle);
 		wq->cons = __atomic_load_n(&wq->sh->prod, __ATOMIC_ACQUIRE);
 	}
-	__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
+	dd_wq_publish(wq);
 	if (qp)
 		a->st.rq_wqes += (uint64_t)done;
 	else
@@ -427,31 +410,43 @@ ring(struct dd_app *a, uint32_t q, uint32_t db)
 	}
 }
 
+/* Every WQ of application a on queue q, as if rung: its doorbell ring's
+ * producer index was scribbled, and what it rang is lost with it. */
+static int
+ring_all(struct dd_app *a, uint32_t q)
+{
+	uint32_t h;
+	int work = 0;
+
+	for (h = 0; h < a->qps.cap; h++) {
+		struct dd_qp *qp = dd_table_get(&a->qps, h);
+
+		if (qp != NULL && qp->q == q)
+			work += ring(a, q, DROCE_DB(DROCE_KIND_SQ, h)) +
+				ring(a, q, DROCE_DB(DROCE_KIND_RQ, h));
+	}
+	for (h = 0; h < a->srqs.cap; h++)
+		if (dd_table_get(&a->srqs, h) != NULL)
+			work += ring(a, q, DROCE_DB(DROCE_KIND_SRQ, h));
+	return work;
+}
+
 static int
 doorbells(struct dd_app *a, uint32_t q)
 {
-	struct droce_chan_db *db = a->db[q];
-	uint32_t prod = __atomic_load_n(&db->prod, __ATOMIC_ACQUIRE);
-	uint32_t n = prod - a->db_cons[q], i;
+	int64_t n = dd_db_avail(a, q), i;
 	int work = 0;
 
 	if (n == 0)
 		return 0;
-	if (n > DROCE_CHAN_DB_SIZE) {
-		/* a scribbled index: take the ring as it stands */
+	if (n < 0) {
 		a->st.refused_wqes++;
-		a->db_cons[q] = prod - DROCE_CHAN_DB_SIZE;
-		n = DROCE_CHAN_DB_SIZE;
+		return ring_all(a, q);
 	}
-	for (i = 0; i < n; i++) {
-		uint32_t e = __atomic_load_n(&db->ring[a->db_cons[q] &
-			(DROCE_CHAN_DB_SIZE - 1)], __ATOMIC_RELAXED);
-
-		a->db_cons[q]++;
-		work += ring(a, q, e) + 1;
-	}
-	a->st.doorbells += n;
-	__atomic_store_n(&db->cons, a->db_cons[q], __ATOMIC_RELEASE);
+	for (i = 0; i < n; i++)
+		work += ring(a, q, dd_db_take(a, q)) + 1;
+	a->st.doorbells += (uint64_t)n;
+	dd_db_publish(a, q);
 	return work;
 }
 
@@ -461,7 +456,7 @@ static void
 cq_fire(struct dd_cq *cq, bool solicited)
 {
 	uint32_t arm;
-	uint64_t one = 1;
+	char one = 1;
 
 	/* our store of the ring's prod before our load of arm: the
 	 * application stores arm, then polls the ring (Dekker; release and
@@ -478,7 +473,7 @@ cq_fire(struct dd_cq *cq, bool solicited)
 	cq->events++;
 	__atomic_store_n(&cq->sh->events, cq->events, __ATOMIC_RELEASE);
 	cq->app->st.events++;
-	if (write(cq->chan->efd, &one, sizeof(one)) < 0)
+	if (write(cq->chan->wfd, &one, 1) < 0)
 		DD_LOG(DEBUG, "channel eventfd: %s", strerror(errno));
 }
 
@@ -601,6 +596,23 @@ dd_poll_hook(void *arg, uint32_t q, enum droce_hook_phase phase)
 	return work;
 }
 
+/* The wake pipes that ended a nap, emptied (dd.apps_lock held: a
+ * session's pipe is closed under it). */
+static void
+drain_wakes(struct dd_port *dp)
+{
+	struct epoll_event ev[32];
+	char buf[64];
+	int n, i;
+
+	if (dp->wake_ep < 0)
+		return;
+	n = epoll_wait(dp->wake_ep, ev, 32, 0);
+	for (i = 0; i < n; i++)
+		while (read(ev[i].data.fd, buf, sizeof(buf)) > 0)
+			;
+}
+
 /* The progress thread naps: applications must wake it after a doorbell.
  * Say so in every region, then look once more (a doorbell rung before
  * the flag was seen would otherwise wait out the nap). */
@@ -614,6 +626,8 @@ dd_sleep_hook(void *arg, int sleeping)
 	/* no queue lock here: the list of applications under its mutex;
 	 * a session's port is set once (dd_app_bind) */
 	pthread_mutex_lock(&dd.apps_lock);
+	if (!sleeping)
+		drain_wakes(dp);
 	for (i = 0; i < dd.nb_apps; i++)
 		if (__atomic_load_n(&dd.apps[i]->dp, __ATOMIC_ACQUIRE) == dp)
 			__atomic_store_n(&dd.apps[i]->region->sleeping,

@@ -251,91 +251,130 @@ mad_refused(const struct dd_gsi *g, const struct dd_qp *qp,
 	return NULL;
 }
 
+/* A receive of a proxy in the error state completes flushed. */
+static void
+recv_flushed(struct dd_qp *qp, uint64_t wr_id)
+{
+	struct ibv_wc wc = { .wr_id = wr_id, .status = IBV_WC_WR_FLUSH_ERR,
+		.opcode = IBV_WC_RECV, .qp_num = 1 };
+
+	dd_cq_put(qp->rcq, &wc);
+}
+
+/*
+ * A proxy whose ring the application broke (a scribbled producer index,
+ * a malformed receive): in the error state, as a QP would be. Its sends
+ * and receives complete flushed from then on; a RESET makes it new.
+ */
+static void
+proxy_refuse(struct dd_qp *qp, const char *why)
+{
+	qp->app->st.refused_wqes++;
+	if (qp->failed)
+		return;
+	DD_LOG(WARNING, "app %u (pid %d) QP1: a WQE refused (%s)", qp->app->id,
+		(int)qp->app->pid, why);
+	qp->failed = true;
+	__atomic_store_n(&qp->sq.sh->error, 1, __ATOMIC_RELEASE);
+	dd_async(qp->app, IBV_EVENT_QP_FATAL, DROCE_KIND_QP, qp->handle);
+	/* the receives it holds complete flushed, in order */
+	while (qp->rhead != qp->rtail)
+		recv_flushed(qp, qp->rfifo[qp->rhead++ & (qp->rq.size - 1)].wr_id);
+}
+
+/* One send of the application's onto QP1 from send slot k: 0, or the
+ * status its WR completes with. */
+static enum ibv_wc_status
+proxy_send(struct dd_gsi *g, struct dd_qp *qp, const union dd_slot *sl,
+		uint32_t k)
+{
+	const struct droce_chan_swqe *w = &sl->s;
+	const struct ibv_sge *sge = dd_slot_sges(sl, sizeof(*w), w->num_sge,
+		DD_GSI_MAX_SGE, qp->sq.slot);
+	struct dd_ah *ah = dd_table_get(&qp->app->ahs, w->ah);
+	struct ibv_send_wr wr = { 0 }, *bad;
+	uint8_t *dst = send_slot(g, k);
+	struct ibv_sge out;
+	uint32_t i, len = 0;
+	const char *why;
+
+	if (w->opcode != IBV_WR_SEND || sge == NULL || ah == NULL ||
+			(w->send_flags & IBV_SEND_INLINE))
+		return IBV_WC_LOC_QP_OP_ERR;
+	for (i = 0; i < w->num_sge; i++) {
+		const uint8_t *src;
+
+		if (sge[i].length > GSI_SLOT - len)
+			return IBV_WC_LOC_LEN_ERR;
+		src = dd_app_mem(qp->app, sge[i].lkey, sge[i].addr,
+			sge[i].length, 0);
+		if (src == NULL)
+			return IBV_WC_LOC_PROT_ERR;
+		memcpy(dst + len, src, sge[i].length);
+		len += sge[i].length;
+	}
+	why = mad_refused(g, qp, w, dst, len);
+	if (why != NULL) {
+		if (!qp->app->cm_warned)
+			DD_LOG(WARNING, "app %u (pid %d): a MAD refused on QP1: "
+				"%s", qp->app->id, (int)qp->app->pid, why);
+		qp->app->cm_warned = true;
+		g->refused++;
+		return IBV_WC_LOC_QP_OP_ERR;
+	}
+	out = (struct ibv_sge){ (uint64_t)(uintptr_t)dst, len,
+		droce_mr_lkey(g->mr) };
+	wr.wr_id = k;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.sg_list = &out;
+	wr.num_sge = 1;
+	wr.wr.ud.ah = droce_ah_to_ibv(ah->tah);
+	wr.wr.ud.remote_qpn = w->remote_qpn;
+	wr.wr.ud.remote_qkey = w->remote_qkey;
+	if (droce_qp_post_send(g->qp, &wr, &bad) != 0)
+		return IBV_WC_LOC_QP_OP_ERR;
+	g->send[k].busy = true;
+	g->send[k].qp = qp;
+	g->send[k].wr_id = w->wr_id;
+	g->send[k].signaled = qp->sq_sig_all ||
+		(w->send_flags & IBV_SEND_SIGNALED);
+	g->tx++;
+	return IBV_WC_SUCCESS;
+}
+
 /* The application's sends: copied out of its memory, then on QP1. */
 int
 dd_gsi_drain_sq(struct dd_qp *qp)
 {
+	static __thread union dd_slot copy;
 	struct dd_gsi *g = qp->app->dp->gsi;
 	struct dd_wq *wq = &qp->sq;
-	int64_t n = dd_wq_pending(wq);
+	int64_t n = dd_wq_avail(wq);
+	enum ibv_wc_status st;
 	int done = 0;
+	uint32_t k;
 
+	if (n < 0) {
+		proxy_refuse(qp, "producer index past the ring");
+		return 0;
+	}
 	while (n-- > 0) {
-		struct droce_chan_swqe w;
-		struct ibv_sge sge[4], out;
-		struct ibv_send_wr wr = { 0 }, *bad;
-		const uint8_t *slot = wq->slots +
-			(size_t)(wq->cons & (wq->size - 1)) * wq->slot;
-		struct dd_ah *ah;
-		uint32_t i, k, len = 0;
-		const char *why;
-		uint8_t *dst;
-
-		memcpy(&w, slot, sizeof(w));
 		for (k = 0; k < GSI_SENDS && g->send[k].busy; k++)
 			;
 		if (k == GSI_SENDS) {
 			dd_qp_retry_later(qp);	/* QP1 busy: next pass */
 			break;
 		}
+		dd_wq_copy(wq, &copy);
 		wq->cons++;
 		done++;
-		ah = dd_table_get(&qp->app->ahs, w.ah);
-		if (w.opcode != IBV_WR_SEND || w.num_sge > 4 || ah == NULL ||
-				(w.send_flags & IBV_SEND_INLINE)) {
-			send_error(qp, w.wr_id, IBV_WC_LOC_QP_OP_ERR);
-			continue;
-		}
-		memcpy(sge, slot + sizeof(w), w.num_sge * sizeof(sge[0]));
-		dst = send_slot(g, k);
-		for (i = 0; i < w.num_sge; i++) {
-			const uint8_t *src;
-
-			if (sge[i].length > GSI_SLOT - len ||
-					(src = dd_app_mem(qp->app, sge[i].lkey,
-					sge[i].addr, sge[i].length, 0)) == NULL)
-				break;
-			memcpy(dst + len, src, sge[i].length);
-			len += sge[i].length;
-		}
-		if (i < w.num_sge) {
-			send_error(qp, w.wr_id, len + sge[i].length > GSI_SLOT ?
-				IBV_WC_LOC_LEN_ERR : IBV_WC_LOC_PROT_ERR);
-			continue;
-		}
-		why = mad_refused(g, qp, &w, dst, len);
-		if (why != NULL) {
-			if (!qp->app->cm_warned)
-				DD_LOG(WARNING, "app %u (pid %d): a MAD refused on "
-					"QP1: %s", qp->app->id, (int)qp->app->pid,
-					why);
-			qp->app->cm_warned = true;
-			g->refused++;
-			send_error(qp, w.wr_id, IBV_WC_LOC_QP_OP_ERR);
-			continue;
-		}
-		out = (struct ibv_sge){ (uint64_t)(uintptr_t)dst, len,
-			droce_mr_lkey(g->mr) };
-		wr.wr_id = k;
-		wr.opcode = IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.sg_list = &out;
-		wr.num_sge = 1;
-		wr.wr.ud.ah = droce_ah_to_ibv(ah->tah);
-		wr.wr.ud.remote_qpn = w.remote_qpn;
-		wr.wr.ud.remote_qkey = w.remote_qkey;
-		if (droce_qp_post_send(g->qp, &wr, &bad) != 0) {
-			send_error(qp, w.wr_id, IBV_WC_LOC_QP_OP_ERR);
-			continue;
-		}
-		g->send[k].busy = true;
-		g->send[k].qp = qp;
-		g->send[k].wr_id = w.wr_id;
-		g->send[k].signaled = qp->sq_sig_all ||
-			(w.send_flags & IBV_SEND_SIGNALED);
-		g->tx++;
+		st = qp->failed ? IBV_WC_WR_FLUSH_ERR :
+			proxy_send(g, qp, &copy, k);
+		if (st != IBV_WC_SUCCESS)
+			send_error(qp, copy.s.wr_id, st);
 	}
-	__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
+	dd_wq_publish(wq);
 	qp->app->st.sq_wqes += (uint64_t)done;
 	return done;
 }
@@ -344,33 +383,36 @@ dd_gsi_drain_sq(struct dd_qp *qp)
 int
 dd_gsi_drain_rq(struct dd_qp *qp)
 {
+	static __thread union dd_slot copy;
+	const struct droce_chan_rwqe *w = &copy.r;
 	struct dd_wq *wq = &qp->rq;
-	int64_t n = dd_wq_pending(wq);
+	int64_t n = dd_wq_avail(wq);
 	uint32_t cap = wq->size;
 	int done = 0;
 
 	if (n < 0)
-		n = 0;
+		proxy_refuse(qp, "producer index past the ring");
 	while (n-- > 0 && qp->rtail - qp->rhead < cap) {
-		const uint8_t *slot = wq->slots +
-			(size_t)(wq->cons & (wq->size - 1)) * wq->slot;
 		struct dd_gsi_rwqe *r = &qp->rfifo[qp->rtail & (cap - 1)];
-		struct droce_chan_rwqe w;
+		const struct ibv_sge *sge;
 
-		memcpy(&w, slot, sizeof(w));
+		dd_wq_copy(wq, &copy);
 		wq->cons++;
 		done++;
-		if (w.num_sge > 4 || sizeof(w) + w.num_sge * sizeof(struct ibv_sge) >
-				wq->slot) {
-			qp->app->st.refused_wqes++;
+		sge = dd_slot_sges(&copy, sizeof(*w), w->num_sge,
+			DD_GSI_MAX_SGE, wq->slot);
+		if (sge == NULL)
+			proxy_refuse(qp, "receive");
+		if (qp->failed) {
+			recv_flushed(qp, w->wr_id);
 			continue;
 		}
-		r->wr_id = w.wr_id;
-		r->num_sge = w.num_sge;
-		memcpy(r->sge, slot + sizeof(w), w.num_sge * sizeof(struct ibv_sge));
+		r->wr_id = w->wr_id;
+		r->num_sge = w->num_sge;
+		memcpy(r->sge, sge, w->num_sge * sizeof(struct ibv_sge));
 		qp->rtail++;
 	}
-	__atomic_store_n(&wq->sh->cons, wq->cons, __ATOMIC_RELEASE);
+	dd_wq_publish(wq);
 	qp->app->st.rq_wqes += (uint64_t)done;
 	return done;
 }

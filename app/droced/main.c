@@ -41,15 +41,6 @@
 
 #include "droced.h"
 
-RTE_LOG_REGISTER(dd_logtype, droced, INFO);
-
-struct droced dd = {
-	.listen_fd = -1,
-	.ep = -1,
-	.neigh_fd = -1,
-	.apps_lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
 static void
 usage(FILE *f)
 {
@@ -330,7 +321,7 @@ port_open(struct dd_port *dp, uint32_t idx, const char *eal)
 	if (idx > 0)
 		snprintf(sfx, sizeof(sfx), "_%u", idx);
 	dp->idx = idx;
-	dp->wake_fd = -1;
+	dp->wake_ep = -1;
 	droce_conf_load_port(&dp->conf, idx);
 	if (dp->conf.devargs[0] == '\0') {
 		fprintf(stderr, "droced: no DPDK device: set DROCE_DEVARGS\n");
@@ -359,7 +350,16 @@ port_open(struct dd_port *dp, uint32_t idx, const char *eal)
 	droce_dev_set_async_cb(dp->dev, dd_async_cb, &dd);
 	droce_conf_add_neighbors(dp->port, &dp->conf);
 	droce_port_set_hooks(dp->port, &hooks);
-	dp->wake_fd = droce_port_wake_fd(dp->port);
+	/* idle mode: the sessions' wake pipes end the thread's naps */
+	if (droce_port_wake_fd(dp->port) >= 0) {
+		dp->wake_ep = epoll_create1(EPOLL_CLOEXEC);
+		if (dp->wake_ep < 0 ||
+				droce_port_set_wake_extra(dp->port, dp->wake_ep) != 0) {
+			fprintf(stderr, "droced: %s: no epoll set for wake-ups\n",
+				dp->conf.name);
+			return -1;
+		}
+	}
 	return 0;
 }
 
@@ -374,6 +374,8 @@ ports_close(void)
 	for (p = 0; p < dd.nb_ports; p++) {
 		droce_conf_fault_report(dd.ports[p].port, &dd.ports[p].conf);
 		droce_port_close(dd.ports[p].port);
+		if (dd.ports[p].wake_ep >= 0)
+			close(dd.ports[p].wake_ep);
 	}
 	dd.nb_ports = 0;
 }
@@ -452,6 +454,8 @@ main(int argc, char **argv)
 			fclose(f);
 		}
 	}
+	if (dd_ctl_check() != 0)
+		return 1;
 	signal(SIGPIPE, SIG_IGN);
 	dd_mem_init();
 	if (dd_guard_init() != 0) {

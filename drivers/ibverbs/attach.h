@@ -137,6 +137,8 @@ int da_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 struct ibv_comp_channel *da_create_channel(struct ibv_context *c);
 int da_destroy_channel(struct dv_channel *ch);
 int da_get_cq_event(struct dv_channel *ch, struct ibv_cq **cq, void **cq_ctx);
+/* the channel's fd readable again (wakes a thread blocked on it) */
+void da_chan_poke(struct dv_channel *ch);
 struct dv_cq *da_cq_create(struct ibv_context *c, int cqe, void *cq_context,
 		struct ibv_comp_channel *channel, int comp_vector);
 int da_destroy_cq(struct dv_cq *cq);

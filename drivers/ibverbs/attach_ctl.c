@@ -72,6 +72,15 @@ sock_connect(const char *path)
 }
 
 static void
+set_nonblock(int fd)
+{
+	int fl = fd >= 0 ? fcntl(fd, F_GETFL) : -1;
+
+	if (fl >= 0)
+		fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+}
+
+static void
 close_fds(const int *fds, int n)
 {
 	int i;
@@ -300,7 +309,7 @@ da_ring(struct da_ctx *a, struct da_wq *wq, uint32_t kind, uint32_t handle)
 {
 	struct droce_chan_db *db;
 	uint32_t q, p;
-	uint64_t one = 1;
+	char one = 1;
 
 	if (__atomic_exchange_n(&wq->sh->rung, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -319,8 +328,8 @@ da_ring(struct da_ctx *a, struct da_wq *wq, uint32_t kind, uint32_t handle)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (a->wake_fd >= 0 && __atomic_load_n(&a->region->sleeping,
 			__ATOMIC_RELAXED) &&
-			write(a->wake_fd, &one, sizeof(one)) < 0)
-		return;		/* saturated: the daemon is awake anyway */
+			write(a->wake_fd, &one, 1) < 0)
+		return;		/* full: the daemon is woken anyway */
 }
 
 /* ---- the watcher ---- */
@@ -351,11 +360,14 @@ drain_async(struct dv_context *c)
 	struct da_ctx *a = c->att;
 	struct droce_chan_region *r = a->region;
 	uint32_t cons = r->async_cons;
-	uint32_t prod = __atomic_load_n(&r->async_prod, __ATOMIC_ACQUIRE);
-	uint64_t v;
+	uint32_t prod;
+	char buf[256];
 
-	if (read(a->async_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-		return;
+	/* the daemon's pipe: a byte an event, emptied before the ring is
+	 * read (a byte after this read means a later event) */
+	while (read(a->async_fd, buf, sizeof(buf)) > 0)
+		;
+	prod = __atomic_load_n(&r->async_prod, __ATOMIC_ACQUIRE);
 	if (prod - cons > DROCE_CHAN_ASYNC_SIZE)
 		cons = prod - DROCE_CHAN_ASYNC_SIZE;
 	for (; cons != prod; cons++) {
@@ -397,15 +409,13 @@ static void
 daemon_died(struct dv_context *c)
 {
 	struct da_ctx *a = c->att;
-	uint64_t one = 1;
 	uint32_t i;
 
 	mark_dead(a);
 	push_event(c, IBV_EVENT_DEVICE_FATAL, NULL, DA_QP);
 	pthread_mutex_lock(&a->obj_lock);
 	for (i = 0; i < a->nchans; i++)
-		if (write(a->chans[i]->ch.fd, &one, sizeof(one)) < 0)
-			continue;	/* saturated: readers wake anyway */
+		da_chan_poke(a->chans[i]);
 	pthread_mutex_unlock(&a->obj_lock);
 }
 
@@ -519,8 +529,12 @@ sess_start(struct dv_context *c, struct da_ctx *a)
 	}
 	rc = sess_map(a, fds[0]);
 	close(fds[0]);
+	/* the read end of the daemon's async pipe and the write end of our
+	 * own pipe to its progress thread: ours alone, never blocking */
 	a->async_fd = fds[1];
 	a->wake_fd = nfds > 2 ? fds[2] : -1;
+	set_nonblock(a->async_fd);
+	set_nonblock(a->wake_fd);
 	close_fds(fds + 3, nfds > 3 ? nfds - 3 : 0);
 	if (rc != 0)
 		return rc;

@@ -290,8 +290,11 @@ da_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 /* ---- completion channels ---- */
 
 /*
- * The daemon's eventfd is the channel's fd: it adds one each time a CQ
- * of the channel fires, and bumps that CQ's events counter first.
+ * The channel's fd is the read end of a pipe the daemon writes a byte
+ * into each time a CQ of the channel fires (after bumping that CQ's
+ * events counter); put_fd is a write end of our own (its own open file,
+ * so that nothing we do to it reaches the daemon's), with which we keep
+ * the fd readable while firings are pending.
  */
 struct ibv_comp_channel *
 da_create_channel(struct ibv_context *c)
@@ -299,12 +302,14 @@ da_create_channel(struct ibv_context *c)
 	struct da_ctx *a = att(c);
 	struct droce_chan_handle h;
 	struct dv_channel *ch = calloc(1, sizeof(*ch));
-	int fds[DROCE_CHAN_MAX_FDS], n = 0, rc, fl, i;
+	int fds[DROCE_CHAN_MAX_FDS], n = 0, rc, fl;
 
 	if (ch == NULL)
 		return fail_null(ENOMEM);
 	rc = da_rpc(a, DROCE_OP_CREATE_CHANNEL, NULL, &h, NULL, 0, fds, &n);
-	if (rc == 0 && n < 1) {
+	if (rc == 0 && n != 2) {
+		while (n > 0)
+			close(fds[--n]);
 		destroy_req(a, DROCE_OP_DESTROY_CHANNEL, h.handle);
 		rc = EPROTO;
 	}
@@ -312,14 +317,13 @@ da_create_channel(struct ibv_context *c)
 		free(ch);
 		return fail_null(rc);
 	}
-	for (i = 1; i < n; i++)
-		close(fds[i]);
-	/* a channel blocks unless the application makes it non-blocking
-	 * (the daemon made its eventfd so; it only writes it) */
-	fl = fcntl(fds[0], F_GETFL);
-	if (fl >= 0 && (fl & O_NONBLOCK))
-		fcntl(fds[0], F_SETFL, fl & ~O_NONBLOCK);
+	/* the read end blocks unless the application makes it not (as a
+	 * kernel channel's fd); our write end never does */
+	fl = fcntl(fds[1], F_GETFL);
+	if (fl >= 0)
+		fcntl(fds[1], F_SETFL, fl | O_NONBLOCK);
 	ch->ch.fd = fds[0];
+	ch->put_fd = fds[1];
 	ch->ch.context = c;
 	ch->ch.refcnt = 0;
 	ch->handle = h.handle;
@@ -327,6 +331,7 @@ da_create_channel(struct ibv_context *c)
 	if (da_chan_track(a, ch, 1) != 0) {
 		destroy_req(a, DROCE_OP_DESTROY_CHANNEL, h.handle);
 		close(ch->ch.fd);
+		close(ch->put_fd);
 		free(ch);
 		return fail_null(ENOMEM);
 	}
@@ -346,24 +351,28 @@ da_destroy_channel(struct dv_channel *ch)
 		return rc;
 	da_chan_track(a, ch, 0);
 	close(ch->ch.fd);
+	close(ch->put_fd);
 	free(ch->cqs);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 	return 0;
 }
 
-static void
-efd_add(int fd, uint64_t v)
+/* The channel's fd readable once more (a full pipe is readable too). */
+void
+da_chan_poke(struct dv_channel *ch)
 {
-	if (write(fd, &v, sizeof(v)) != sizeof(v))
-		return;		/* saturated: readable anyway */
+	char one = 1;
+
+	if (write(ch->put_fd, &one, 1) != 1)
+		return;
 }
 
 /*
- * One firing per call: read the eventfd (blocking per its flags), take
+ * One firing per call: read a byte (blocking per the fd's flags), take
  * one firing of a CQ whose events counter is ahead of what we reported,
- * and put the rest back so that the fd stays readable while firings are
- * pending (poll() on it, then ibv_get_cq_event, as with a kernel
+ * and poke the fd again while another is pending, so that it stays
+ * readable (poll() on it, then ibv_get_cq_event, as with a kernel
  * channel). Firings of CQs destroyed since are dropped.
  */
 int
@@ -371,37 +380,43 @@ da_get_cq_event(struct dv_channel *ch, struct ibv_cq **cqp, void **cq_ctx)
 {
 	struct da_ctx *a = att(ch->ch.context);
 	struct dv_cq *q;
-	uint64_t v;
+	int pending;
 	ssize_t r;
 	uint32_t i;
+	char b;
 
 	for (;;) {
 		if (da_dead(a))
 			break;
 		do {
-			r = read(ch->ch.fd, &v, sizeof(v));
+			r = read(ch->ch.fd, &b, 1);
 		} while (r < 0 && errno == EINTR);
-		if (r != sizeof(v))
+		if (r != 1)
 			return -1;	/* EAGAIN: non-blocking, none */
 		if (da_dead(a))
 			break;
 		q = NULL;
+		pending = 0;
 		pthread_mutex_lock(&ch->lock);
-		for (i = 0; i < ch->ncqs && q == NULL; i++) {
+		for (i = 0; i < ch->ncqs; i++) {
 			struct dv_cq *c = ch->cqs[i];
 			uint32_t ev = __atomic_load_n(&c->sh->events,
 				__ATOMIC_ACQUIRE);
 
-			if ((int32_t)(ev - c->events_seen) > 0) {
+			if ((int32_t)(ev - c->events_seen) <= 0)
+				continue;
+			if (q == NULL) {
 				c->events_seen++;
 				q = c;
 			}
+			if ((int32_t)(ev - c->events_seen) > 0)
+				pending = 1;
 		}
 		pthread_mutex_unlock(&ch->lock);
 		if (q == NULL)
 			continue;
-		if (v > 1)
-			efd_add(ch->ch.fd, v - 1);
+		if (pending)
+			da_chan_poke(ch);
 		pthread_mutex_lock(&q->ex.mutex);
 		q->comp_events_reported++;
 		pthread_mutex_unlock(&q->ex.mutex);
@@ -410,7 +425,7 @@ da_get_cq_event(struct dv_channel *ch, struct ibv_cq **cqp, void **cq_ctx)
 		return 0;
 	}
 	/* the daemon is gone: the next blocked thread wakes too */
-	efd_add(ch->ch.fd, 1);
+	da_chan_poke(ch);
 	errno = EIO;
 	return -1;
 }

@@ -90,8 +90,10 @@ struct dv_channel {
 	pthread_mutex_t lock;
 	struct dv_cq **fired;
 	uint32_t head, tail, cap;
-	/* attached: the daemon's channel and the CQs it serves */
+	/* attached: the daemon's channel (ch.fd the read end of its pipe,
+	 * put_fd a write end of our own) and the CQs it serves */
 	uint32_t handle;
+	int put_fd;
 	struct dv_cq **cqs;
 	uint32_t ncqs, cqs_cap;
 };

@@ -42,7 +42,7 @@
 extern "C" {
 #endif
 
-#define DROCE_CHAN_VERSION 3	/* 2: XRC; 3: several ports */
+#define DROCE_CHAN_VERSION 4	/* 2: XRC; 3: several ports; 4: pipes */
 #define DROCE_CHAN_MAGIC 0x64726f63u		/* "droc" */
 
 /** Where droced listens unless DROCE_DAEMON names another socket. */
@@ -104,9 +104,12 @@ struct droce_chan_hdr {
 };
 
 /* HELLO: the first request. Reply fds: [0] the region (memfd, mapped
- * MAP_SHARED whole), [1] the async eventfd (the daemon writes it after
- * adding to the region's async ring), [2] the daemon's wake eventfd
- * (write 8 bytes when region->sleeping is set) or none in busy mode. */
+ * MAP_SHARED whole), [1] the read end of the async pipe (the daemon
+ * writes a byte after adding to the region's async ring), [2] the write
+ * end of the application's wake pipe (write a byte when
+ * region->sleeping is set) or none in busy mode. Each pipe end's open
+ * file is its holder's alone: nothing one side does to its end (its
+ * flags, filling it, reading it dry) can make the other's wait. */
 struct droce_chan_hello_req {
 	uint32_t version;
 	uint32_t port;		/**< the daemon's port (its device) to use */
@@ -188,8 +191,10 @@ struct droce_chan_dereg_mr_req {
 	uint32_t release[DROCE_CHAN_MR_PIECES];	/**< segment numbers */
 };
 
-/* CREATE_CHANNEL: reply struct droce_chan_handle and fds[0], the channel's
- * eventfd (the daemon adds 1 each time one of its CQs fires). */
+/* CREATE_CHANNEL: reply struct droce_chan_handle, fds[0] the read end of
+ * the channel's pipe (the daemon writes a byte each time one of its CQs
+ * fires) and fds[1] a write end of the application's own (to keep the
+ * fd readable while firings are pending). */
 
 struct droce_chan_create_cq_req {
 	uint32_t cqe;
@@ -472,6 +477,10 @@ struct droce_chan_rwqe {
 	uint32_t num_sge;
 	uint32_t pad;
 };
+
+/** The largest slot a work queue may have: droced refuses a QP or SRQ
+ * whose capacities need more (ENOMEM), and copies each slot out whole. */
+#define DROCE_CHAN_SLOT_MAX 4096
 
 /** Slot sizes for a QP's or SRQ's capacities. */
 static inline uint32_t

@@ -150,6 +150,7 @@ struct droce_port {
 	/* an AH to the port's own GID was made: frames to its own MAC loop */
 	volatile int loopback;
 	int wake_fd;			/* droce_port_kick wakes a sleeping thread */
+	int wake_extra;			/* the owner's: naps end on it too */
 	volatile int sleeping;
 	/* the thread naps longer than DP_DRIVE_NAP_MIN_US beside a polling
 	 * application: a hand-off must wake it */

@@ -408,6 +408,15 @@ droce_port_wake_fd(const struct droce_port *p)
 	return p->wake_fd;
 }
 
+int
+droce_port_set_wake_extra(struct droce_port *p, int fd)
+{
+	if (p->wake_fd < 0)
+		return -EINVAL;
+	__atomic_store_n(&p->wake_extra, fd, __ATOMIC_RELEASE);
+	return 0;
+}
+
 void
 droce_port_tx_settle(struct droce_port *p, uint64_t quiet_ns, uint64_t max_ns)
 {
@@ -468,13 +477,18 @@ take_handoffs(struct droce_port *p)
 
 /*
  * Sleep up to us microseconds, or until droce_port_kick or any write to
- * wake_fd (another process's too): the read clears the eventfd's count.
+ * wake_fd or the owner's wake_extra: the read clears the eventfd's
+ * count (the owner drains its own in the sleep hook).
  * The owner's sleep hook may call the nap off (work arrived meanwhile).
  */
 static void
 thread_sleep(struct droce_port *p, uint32_t us)
 {
-	struct pollfd pfd = { .fd = p->wake_fd, .events = POLLIN };
+	struct pollfd pfd[2] = {
+		{ .fd = p->wake_fd, .events = POLLIN },
+		{ .fd = __atomic_load_n(&p->wake_extra, __ATOMIC_ACQUIRE),
+			.events = POLLIN },
+	};
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = (long)us * 1000 };
 	int (*hook)(void *, int) = __atomic_load_n(&p->hooks.sleep,
 		__ATOMIC_ACQUIRE);
@@ -491,7 +505,8 @@ thread_sleep(struct droce_port *p, uint32_t us)
 	if (hook != NULL)
 		skip = hook(arg, 1);
 	if (!skip && !any_kicked(p) && !p->stop &&
-			ppoll(&pfd, 1, &ts, NULL) > 0 &&
+			ppoll(pfd, pfd[1].fd >= 0 ? 2 : 1, &ts, NULL) > 0 &&
+			(pfd[0].revents & POLLIN) &&
 			read(p->wake_fd, &v, sizeof(v)) < 0)
 		v = 0;
 	p->sleeping = 0;

@@ -216,6 +216,7 @@ port_alloc(const struct droce_port_conf *conf)
 	if (p == NULL)
 		return NULL;
 	p->wake_fd = -1;
+	p->wake_extra = -1;
 	p->conf = *conf;
 	snprintf(p->name, sizeof(p->name), "%s", conf->name ? conf->name : "droce0");
 	p->nb_queues = conf->nb_queues ? conf->nb_queues : 1;

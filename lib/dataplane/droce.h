@@ -220,9 +220,19 @@ int droce_port_set_hooks(struct droce_port *port, const struct droce_port_hooks 
 
 /** The eventfd the progress thread naps on (DROCE_PROGRESS_THREAD): writing
  * 8 bytes (any nonzero count) to it wakes the thread, as droce_port_kick
- * does. Another process that got it by SCM_RIGHTS may write it. -1 in the
- * other modes. */
+ * does. -1 in the other modes. Whoever holds it can also stop the thread
+ * (read it dry while the thread reads it, block writers by filling it):
+ * give it to no one untrusted; droced gives each application a pipe of
+ * its own and droce_port_set_wake_extra an epoll set of them. */
 int droce_port_wake_fd(const struct droce_port *port);
+
+/**
+ * Another descriptor the progress thread's naps end on when it is
+ * readable (-1: none): the owner's, which it drains in its sleep hook
+ * (sleeping = 0), or the nap after ends at once. @return 0, or -EINVAL
+ * outside DROCE_PROGRESS_THREAD.
+ */
+int droce_port_set_wake_extra(struct droce_port *port, int fd);
 
 /**
  * The application stops driving queue q for now (its sends all completed;
