@@ -42,41 +42,57 @@ dd_unlock_all(void)
 	}
 }
 
-/* The region: hugepages where there are some to spare, else ordinary
- * shared memory (said once in the log). Sealed: the application may
- * write it, never shrink or grow it. */
+/* A sealed memfd of size bytes (flags: MFD_HUGETLB or 0), mapped at
+ * *map with its pages in: the fd, or -1. Unsealed, the application
+ * could shrink it under the data path (SIGBUS): never used so. */
 static int
-region_create(uint64_t size)
+region_try(uint64_t size, unsigned int flags, void **map)
 {
-	static int warned;
-	int fd;
+	int fd = memfd_create("droce-app", MFD_CLOEXEC | MFD_ALLOW_SEALING |
+		flags);
 
-	fd = memfd_create("droce-app", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
-	if (fd >= 0 && ftruncate(fd, (off_t)size) != 0) {
+	if (fd < 0)
+		return -1;
+	if (ftruncate(fd, (off_t)size) != 0 || fcntl(fd, F_ADD_SEALS,
+			F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
 		close(fd);
-		fd = -1;
+		return -1;
 	}
-	if (fd < 0) {
-		if (!warned++)
-			DD_LOG(WARNING, "no hugepages for application regions "
-				"(%s): using ordinary shared memory", strerror(errno));
-		fd = memfd_create("droce-app", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-		if (fd < 0)
-			return -1;
-		if (ftruncate(fd, (off_t)size) != 0) {
-			close(fd);
-			return -1;
-		}
-	}
-	/* unsealed, the application could shrink it under the data path
-	 * (SIGBUS): no session then */
-	if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-		DD_LOG(WARNING, "cannot seal an application region: %s",
-			strerror(errno));
+	/* hugetlb pages are taken here (MAP_POPULATE), not at ftruncate:
+	 * too few free fails now, not at a first touch */
+	*map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED |
+		MAP_POPULATE, fd, 0);
+	if (*map == MAP_FAILED) {
 		close(fd);
 		return -1;
 	}
 	return fd;
+}
+
+/* The region: hugepages where there are some to spare, else ordinary
+ * shared memory (said once in the log). Sealed: the application may
+ * write it, never shrink or grow it. 0 or -1. */
+static int
+region_create(struct dd_app *a)
+{
+	static int warned;
+	void *map;
+
+	a->region_fd = region_try(a->region_size, MFD_HUGETLB, &map);
+	if (a->region_fd < 0) {
+		if (!warned++)
+			DD_LOG(WARNING, "no hugepages for an application region "
+				"(%s): using ordinary shared memory",
+				strerror(errno));
+		a->region_fd = region_try(a->region_size, 0, &map);
+		if (a->region_fd < 0) {
+			DD_LOG(WARNING, "no region for an application: %s",
+				strerror(errno));
+			return -1;
+		}
+	}
+	a->region = map;
+	return 0;
 }
 
 static int
@@ -143,15 +159,8 @@ app_resources(struct dd_app *a, struct dd_port *dp)
 	a->region_size = dd.lim.region_bytes;
 	if (app_tables_init(a) != 0)
 		return -ENOMEM;
-	a->region_fd = region_create(a->region_size);
-	if (a->region_fd < 0)
+	if (region_create(a) != 0)
 		return -ENOMEM;
-	a->region = mmap(NULL, a->region_size, PROT_READ | PROT_WRITE,
-		MAP_SHARED | MAP_POPULATE, a->region_fd, 0);
-	if (a->region == MAP_FAILED) {
-		a->region = NULL;
-		return -ENOMEM;
-	}
 	a->heap_pages = (uint32_t)(a->region_size / DD_PAGE);
 	a->heap_map = calloc(a->heap_pages, 1);
 	if (a->heap_map == NULL ||
