@@ -239,6 +239,13 @@ void dp_port_tx_release(struct droce_port *p);
 void dp_mtu_cap(struct droce_port *p);
 /* Once the link is up: fault in the shared regions before traffic does. */
 void dp_memif_prefault(struct droce_port *p);
+/* The port's queues may be polled from now on (on 1) / no longer (0). */
+void dp_port_track(struct droce_port *p, int on);
+/* Every tracked net_memif port's queue locks taken (no burst runs), and
+ * given back: around net_memif's freeing of its regions
+ * (dp_memif_static.c). */
+void dp_memif_bursts_hold(void);
+void dp_memif_bursts_release(void);
 
 /* dp_port.c: open, close, counters */
 bool dp_dev_dmas(const struct rte_eth_dev_info *info);

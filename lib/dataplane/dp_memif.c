@@ -9,6 +9,7 @@
  * interrupt thread; and its shared regions faulted in before traffic.
  */
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -103,6 +104,71 @@ stop_close(struct droce_port *p)
 {
 	rte_eth_dev_stop(p->port_id);
 	rte_eth_dev_close(p->port_id);
+}
+
+/*
+ * The ports whose queues droce polls, for dp_memif_bursts_hold: a
+ * net_memif peer that leaves (its process closed the link, or exited)
+ * makes EAL's interrupt thread free and unmap the shared regions while
+ * our threads may be inside a receive or transmit burst that found the
+ * link up a moment before; DPDK 22.11 (23.11 too) waits for none. Such a
+ * burst read the unmapped ring and the process died in eth_memif_rx
+ * (2026-11-28: an ib_write_lat client polling its CQ when its server
+ * left; the "segfault at exit" of a drop-in whose peer closed first).
+ * Every burst runs under its queue's lock, so holding them all while the
+ * regions go keeps the bursts out: the PMD has cleared the link's
+ * CONNECTED flag before, and the bursts after see it and return.
+ */
+static pthread_mutex_t tracked_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct droce_port *tracked[RTE_MAX_ETHPORTS];
+
+void
+dp_port_track(struct droce_port *p, int on)
+{
+	uint32_t i;
+
+	pthread_mutex_lock(&tracked_lock);
+	for (i = 0; i < RTE_DIM(tracked); i++) {
+		if (on && tracked[i] == NULL) {
+			tracked[i] = p;
+			break;
+		}
+		if (!on && tracked[i] == p)
+			tracked[i] = NULL;
+	}
+	pthread_mutex_unlock(&tracked_lock);
+}
+
+/*
+ * Called where net_memif frees its regions: in EAL's interrupt thread
+ * (a peer's disconnect, dp_port_stop_close) or in the thread that stops
+ * a net_memif port while it starts (memif_client_link_wait), none of
+ * which holds a queue lock. All the locks of a port, in queue order (as
+ * droce_port_set_hooks), port by port; what holds one is a pass, which
+ * waits for nothing of this thread's.
+ */
+void
+dp_memif_bursts_hold(void)
+{
+	uint32_t i, j;
+
+	pthread_mutex_lock(&tracked_lock);
+	for (i = 0; i < RTE_DIM(tracked); i++)
+		if (tracked[i] != NULL && tracked[i]->memif)
+			for (j = 0; j < tracked[i]->nb_queues; j++)
+				droce_port_lock(tracked[i], j);
+}
+
+void
+dp_memif_bursts_release(void)
+{
+	uint32_t i, j;
+
+	for (i = 0; i < RTE_DIM(tracked); i++)
+		if (tracked[i] != NULL && tracked[i]->memif)
+			for (j = tracked[i]->nb_queues; j > 0; j--)
+				droce_port_unlock(tracked[i], j - 1);
+	pthread_mutex_unlock(&tracked_lock);
 }
 
 /*

@@ -395,6 +395,7 @@ droce_port_open(const struct droce_port_conf *conf)
 	if (dev_create(p) != 0 || queues_setup(p) != 0)
 		goto fail;
 	dp_telemetry_register(p);
+	dp_port_track(p, 1);
 	if (conf->mode == DROCE_PROGRESS_THREAD &&
 			dp_progress_thread_start(p) != 0)
 		goto fail;
@@ -436,6 +437,7 @@ droce_port_close(struct droce_port *p)
 		dp_filter_teardown(p);
 		dp_port_stop_close(p);
 	}
+	dp_port_track(p, 0);
 	if (p->dev)
 		droce_dev_destroy(p->dev);
 	if (p->pool)
