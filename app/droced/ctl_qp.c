@@ -166,6 +166,13 @@ create_gsi_proxy(struct req_ctx *c, struct dd_cq *scq, struct dd_cq *rcq)
 
 	if (c->a->dp->gsi == NULL)
 		return -EOPNOTSUPP;
+	/* every capacity checked before anything is sized by it */
+	if (r->cap.max_send_sge > DD_GSI_MAX_SGE ||
+			r->cap.max_recv_sge > DD_GSI_MAX_SGE ||
+			r->cap.max_inline_data > 0 ||
+			r->cap.max_send_wr > droce_dev_limits(a->dp->dev)->max_qp_wr ||
+			r->cap.max_recv_wr > droce_dev_limits(a->dp->dev)->max_qp_wr)
+		return -EINVAL;
 	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		return -ENOMEM;
@@ -190,14 +197,9 @@ create_gsi_proxy(struct req_ctx *c, struct dd_cq *scq, struct dd_cq *rcq)
 	qp->type = IBV_QPT_UD;
 	qp->sq_sig_all = r->sq_sig_all != 0;
 	p->cap = r->cap;
-	if (p->cap.max_send_sge > 4 || p->cap.max_recv_sge > 4 ||
-			p->cap.max_inline_data > 0)
-		rc = -EINVAL;
-	if (rc == 0) {
-		qp->max_send_sge = p->cap.max_send_sge;
-		qp->max_recv_sge = p->cap.max_recv_sge;
-		rc = qp_rings(c, qp, p);
-	}
+	qp->max_send_sge = p->cap.max_send_sge;
+	qp->max_recv_sge = p->cap.max_recv_sge;
+	rc = qp_rings(c, qp, p);
 	if (rc == 0) {
 		droce_port_lock(c->a->dp->port, gq);
 		rc = dd_table_add(&a->qps, qp, &qp->handle);

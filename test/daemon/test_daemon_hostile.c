@@ -450,6 +450,21 @@ gsi_cq(void)
 
 	cs_side_open(&h, path_a);
 	CHECK(cs_cq(&h.s, 64, &x) == 0, "cq x");
+	{
+		/* a proxy sized past any QP's: refused before anything is
+		 * sized by it (fuzz_droced found droced calling calloc for
+		 * 2^31 receives) */
+		struct droce_chan_create_qp_req big = { .pd = h.pd,
+			.qp_type = DROCE_QPT_GSI, .send_cq = x.handle,
+			.recv_cq = x.handle, .srq = DROCE_CHAN_NONE,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 1u << 31,
+				.max_send_sge = 1, .max_recv_sge = 1 } };
+		struct droce_chan_create_qp_rep bp;
+
+		rc = cs_rpc(&h.s, DROCE_OP_CREATE_QP, &big, &bp, NULL, 0, NULL,
+			NULL);
+		CHECK(rc == -EINVAL, "a proxy of 2^31 receives: %d", rc);
+	}
 	CHECK(gsi_proxy(&h.s, h.pd, x.handle, x.handle, &g) == 0, "the proxy");
 	d.handle = x.handle;
 	rc = cs_rpc(&h.s, DROCE_OP_DESTROY_CQ, &d, NULL, NULL, 0, NULL, NULL);

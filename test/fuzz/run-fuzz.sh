@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# run-fuzz.sh FUZZER SECONDS [PCAP...] : seed a corpus with the frames of
-# the captures (if any), run libFuzzer for a bounded time; any crash
-# fails the test.
+# run-fuzz.sh FUZZER SECONDS [PCAP... | SEEDER] : seed a corpus with the
+# frames of the captures, or with what the program SEEDER writes into the
+# seeds directory it is given; run libFuzzer for a bounded time; any
+# crash, leak or timeout fails the test.
 set -euo pipefail
 fuzzer=$1 secs=$2; shift 2
 work=$(mktemp -d /tmp/droce-fuzz.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/corpus" "$work/seeds"
-[ $# -gt 0 ] && python3 "$(dirname "$0")/../tools/pcap-frames.py" "$work/seeds" "$@"
+if [ $# -eq 1 ] && [ -x "$1" ] && [ "${1%.pcap}" = "$1" ]; then
+	"$1" "$work/seeds"
+elif [ $# -gt 0 ]; then
+	python3 "$(dirname "$0")/../tools/pcap-frames.py" "$work/seeds" "$@"
+fi
 echo "seeded $(ls "$work/seeds" | wc -l) frames; fuzzing for ${secs}s"
 cd "$work"
 "$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
