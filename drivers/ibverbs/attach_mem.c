@@ -33,8 +33,9 @@
  *    not moved but shared as it is: its file, opened through
  *    /proc/self/map_files (which needs CAP_SYS_ADMIN; without it,
  *    EINVAL as before), goes to the daemon as the segment, at the
- *    mapping's offset. A SysV segment cannot shrink, so the daemon's
- *    mapping of it cannot fault;
+ *    mapping's offset. A SysV segment cannot be sealed: droced guards
+ *    its mappings of one, and ends the session of an application that
+ *    shrinks it (doc/daemon.md);
  *  - fork(): moved pages are MAP_SHARED, so after fork() a child shares
  *    them with its parent instead of getting a copy-on-write copy (as
  *    with ibv_fork_init's MADV_DONTFORK, the child must not use the
