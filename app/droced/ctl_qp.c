@@ -260,6 +260,21 @@ op_create_qp(struct req_ctx *c)
 	ia.qp_type = (enum ibv_qp_type)r->qp_type;
 	ia.cap = r->cap;
 	ia.sq_sig_all = (int)r->sq_sig_all;
+	/*
+	 * A UD QP gets all the inline room the device has, whatever it
+	 * asked for (ibv_create_qp(3): the caps returned may be larger),
+	 * so that the drop-in copies short sends into the ring at the post,
+	 * as a NIC reads them at the doorbell. We read a buffer only when
+	 * our progress thread drains the ring, milliseconds later on a
+	 * loaded host, and UCX's UD frees a CREQ's buffer as soon as the
+	 * peer's own CREQ arrives, before its send completes: it wrote the
+	 * next packet (another peer's) there, and we sent that to this
+	 * peer (doc/daemon.md, "Short UD sends").
+	 */
+	if (ia.qp_type == IBV_QPT_UD && ia.cap.max_inline_data <
+			droce_dev_limits(a->dp->dev)->max_inline)
+		ia.cap.max_inline_data =
+			droce_dev_limits(a->dp->dev)->max_inline;
 	qp->app = a;
 	qp->scq = scq;
 	qp->rcq = rcq;
