@@ -128,15 +128,21 @@ tel_port_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 		return -EINVAL;
 	memset(&sum, 0, sizeof(sum));
 	memset(&nic, 0, sizeof(nic));
+	/* every queue's transport counters first, the NIC's after: a frame
+	 * the transport counted (on whichever queue it was handed to) the
+	 * NIC counted before, so a reader never sees more received than
+	 * the NIC took while traffic runs */
 	for (i = 0; i < p->nb_queues; i++) {
-		droce_port_queue_stats(p, i, &qs);
-		for (k = 0; k < sizeof(qs) / sizeof(uint64_t); k++)
-			((uint64_t *)&nic)[k] += ((uint64_t *)&qs)[k];
 		rte_spinlock_lock(&p->q[i].lock);
 		droce_tp_queue_stats(p->q[i].tq, &st);
 		rte_spinlock_unlock(&p->q[i].lock);
 		for (k = 0; k < sizeof(st) / sizeof(uint64_t); k++)
 			((uint64_t *)&sum)[k] += ((uint64_t *)&st)[k];
+	}
+	for (i = 0; i < p->nb_queues; i++) {
+		droce_port_queue_stats(p, i, &qs);
+		for (k = 0; k < sizeof(qs) / sizeof(uint64_t); k++)
+			((uint64_t *)&nic)[k] += ((uint64_t *)&qs)[k];
 	}
 	rte_tel_data_start_dict(d);
 	rte_tel_data_add_dict_string(d, "name", p->name);
@@ -178,10 +184,11 @@ tel_queue_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	p = port_arg(params, &q);
 	if (p == NULL)
 		return -EINVAL;
-	droce_port_queue_stats(p, q, &nic);
+	/* the transport's first, as tel_port_stats reads them */
 	rte_spinlock_lock(&p->q[q].lock);
 	droce_tp_queue_stats(p->q[q].tq, &st);
 	rte_spinlock_unlock(&p->q[q].lock);
+	droce_port_queue_stats(p, q, &nic);
 	rte_tel_data_start_dict(d);
 	add_nic_stats(d, &nic);
 	add_tp_stats(d, &st);
