@@ -350,7 +350,9 @@ struct droce_qp {
 	/* message in progress (multi-packet SEND or WRITE) */
 	enum tp_rx_msg rx_msg;	/* multi-packet message in progress */
 	int rx_have_wqe;
-	struct tp_rwqe rx_wqe;
+	struct tp_rwqe rx_wqe;	/* its sge points to rx_sges, not the queue */
+	struct ibv_sge *rx_sges;	/* room for the largest WQE it takes */
+	uint32_t rx_max_sge;
 	uint64_t rx_off;
 	int rx_err;		/* a fatal NAK is queued: ERR once it is sent */
 	uint8_t *rx_write_base;	/* WRITE target, as its first packet found it */

@@ -401,11 +401,24 @@ qpn_alloc(struct droce_dev *dev, uint32_t q)
 	return 0;
 }
 
+/*
+ * Room for the receive WQE a message in progress holds (tp_resp.c): its
+ * SGEs are copied there when it is taken, max_sge of them at most.
+ */
+static int
+rx_sges_init(struct droce_qp *qp, uint32_t max_sge)
+{
+	qp->rx_max_sge = max_sge ? max_sge : 1;
+	qp->rx_sges = calloc(qp->rx_max_sge, sizeof(*qp->rx_sges));
+	return qp->rx_sges == NULL ? -ENOMEM : 0;
+}
+
 static void
 qp_free(struct droce_qp *qp)
 {
 	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
+	free(qp->rx_sges);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
 	free(qp->sq.inline_buf);
@@ -480,6 +493,9 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 			(qp->sq.max_inline && qp->sq.inline_buf == NULL) ||
 			(srq == NULL && tp_rq_init(&qp->rq, cap->max_recv_wr,
 				cap->max_recv_sge) != 0) ||
+			((qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC) &&
+				!xrc && rx_sges_init(qp, srq != NULL ?
+				srq->rq.max_sge : qp->rq.max_sge) != 0) ||
 			(qp->type == IBV_QPT_RAW_PACKET && tp_raw_init(qp) != 0))
 		goto nomem;
 	for (i = 0; i < qp->sq.size; i++)
@@ -556,6 +572,10 @@ tp_qp_alloc(struct droce_dev *dev, struct droce_tp_queue *q,
 	if (qp->sq.wqe == NULL || qp->sq.sges == NULL)
 		goto nomem;
 	qp->sq.wqe[0].sge = qp->sq.sges;
+	/* an XRC_RECV QP takes its WQEs from any SRQ of its domain */
+	if (t == IBV_QPT_XRC_RECV &&
+			rx_sges_init(qp, dev->lim.max_srq_sge) != 0)
+		goto nomem;
 	pthread_mutex_lock(&dev->lock);
 	qpn = dev->nb_qp < dev->lim.max_qp ? qpn_alloc(dev, q->index) : 0;
 	if (qpn == 0 || tp_queue_add_qp(q, qp) != 0) {
@@ -624,6 +644,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	pthread_mutex_unlock(&dev->lock);
 	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
+	free(qp->rx_sges);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
 	free(qp->sq.inline_buf);

@@ -111,6 +111,28 @@ take_rwqe(struct droce_qp *qp, struct tp_rwqe *rw)
 	return tp_rq_pop(&qp->rq, rw);
 }
 
+/*
+ * The receive WQE a SEND (or a WRITE with immediate) consumes, held in
+ * the QP until the message's last packet, which may come passes later
+ * (lost packets, go-back-N). Its SGEs are copied into the QP: the queue's
+ * slot is free once taken, and a receive posted meanwhile (another QP's
+ * message completed and its buffer reposted to a shared SRQ, say) would
+ * overwrite them there, and the rest of this message would be placed in
+ * that receive's buffer while this one completes with a hole (rxe's
+ * get_srq_wqe copies the WQE too).
+ */
+static int
+take_msg_rwqe(struct droce_qp *qp)
+{
+	if (take_rwqe(qp, &qp->rx_wqe) != 0)
+		return -1;
+	memcpy(qp->rx_sges, qp->rx_wqe.sge,
+		qp->rx_wqe.num_sge * sizeof(*qp->rx_sges));
+	qp->rx_wqe.sge = qp->rx_sges;
+	qp->rx_have_wqe = 1;
+	return 0;
+}
+
 /* A NAK from the responder's transmit side (a READ whose memory went):
  * the QP errors once it is out. */
 void
@@ -250,12 +272,10 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	unsigned int flags = 0;
 	int rc;
 
-	if ((f & DROCE_OPF_START) && !qp->rx_have_wqe) {
-		if (take_rwqe(qp, &qp->rx_wqe) != 0) {
-			no_rwqe(qp, pkt);
-			return -1;
-		}
-		qp->rx_have_wqe = 1;
+	if ((f & DROCE_OPF_START) && !qp->rx_have_wqe &&
+			take_msg_rwqe(qp) != 0) {
+		no_rwqe(qp, pkt);
+		return -1;
 	}
 	if (f & DROCE_OPF_START)
 		qp->rx_off = 0;
@@ -360,12 +380,10 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	 * packet: take it before touching anything, so that an RNR NAK
 	 * leaves the packet to be retried as if it never came.
 	 */
-	if ((f & DROCE_OPF_IMM) && (f & DROCE_OPF_END) && !qp->rx_have_wqe) {
-		if (take_rwqe(qp, &qp->rx_wqe) != 0) {
-			no_rwqe(qp, pkt);
-			return -1;
-		}
-		qp->rx_have_wqe = 1;
+	if ((f & DROCE_OPF_IMM) && (f & DROCE_OPF_END) && !qp->rx_have_wqe &&
+			take_msg_rwqe(qp) != 0) {
+		no_rwqe(qp, pkt);
+		return -1;
 	}
 	if (f & DROCE_OPF_START) {
 		if (write_target(qp, pkt) != 0)

@@ -74,7 +74,9 @@ tp_rq_pop(struct tp_rq *rq, struct tp_rwqe *out)
 	w = &rq->wqe[rq->tail & (rq->size - 1)];
 	out->wr_id = w->wr_id;
 	out->num_sge = w->num_sge;
-	out->sge = w->sge;	/* stays valid until the slot is reposted */
+	/* the slot is free from here: a receive posted next may overwrite
+	 * these SGEs (a WQE held across packets copies them, tp_resp.c) */
+	out->sge = w->sge;
 	rq->tail++;
 	return 0;
 }

@@ -117,6 +117,7 @@ insert(struct fakelink *l, int dir, struct fl_frame *f, uint64_t due)
 	struct fl_frame **pp;
 
 	f->due = due;
+	l->ninflight[dir]++;
 	pp = &l->inflight[dir];
 	while (*pp != NULL && (*pp)->due <= due)
 		pp = &(*pp)->next;
@@ -153,6 +154,11 @@ fl_send(struct fakelink *l, int dir, struct fl_frame *f)
 	pcap_write(l, f->data, f->len);
 	if (l->filter != NULL && l->filter(l, dir, f->data, f->len)) {
 		c->dropped++;
+		frame_free(f);
+		return;
+	}
+	if (l->qcap && l->ninflight[dir] >= l->qcap) {
+		c->dropped++;	/* tail drop */
 		frame_free(f);
 		return;
 	}
@@ -396,13 +402,15 @@ fl_step(struct fakelink *l, uint64_t dt)
 	l->now += dt;
 	for (s = 0; s < 2; s++) {
 		struct fl_end *dst = &l->end[1 - s];
-		uint32_t n = 0, i;
+		uint32_t n = 0, i, max = l->rx_burst && l->rx_burst < 64 ?
+			l->rx_burst : 64;
 
 		while (l->inflight[s] && l->inflight[s]->due <= l->now &&
-				n < 64) {
+				n < max) {
 			struct fl_frame *f = l->inflight[s];
 
 			l->inflight[s] = f->next;
+			l->ninflight[s]--;
 			frame_linearize(f);
 			frames[n] = f->data;
 			lens[n] = f->len;

@@ -57,6 +57,11 @@ struct fakelink {
 	struct fl_faults faults[2];	/* by sending side */
 	struct fl_counters cnt[2];
 	struct fl_frame *inflight[2];	/* sorted by due time */
+	uint32_t ninflight[2];
+	/* a bounded queue per direction, as droced's loopback queue: a
+	 * frame sent while qcap are in flight is dropped (tail drop), and
+	 * each step delivers at most rx_burst (0: no bound, 64 a step) */
+	uint32_t qcap, rx_burst;
 	uint64_t now;			/* ns */
 	uint64_t delay_ns;		/* one-way latency */
 	uint64_t rng;

@@ -470,6 +470,115 @@ test_srq_limit(void)
 	tbuf_fini(&b1);
 }
 
+static int drop_send_last_left;
+
+static int
+drop_send_last(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
+{
+	struct droce_pkt pkt;
+
+	(void)l;
+	if (dir != 0 || droce_wire_parse(f, len, NULL, &pkt) != 0 ||
+			pkt.opcode != DROCE_OP_RC_SEND_LAST ||
+			drop_send_last_left == 0)
+		return 0;
+	drop_send_last_left--;
+	return 1;
+}
+
+/*
+ * A receive posted to a full SRQ while a SEND of several packets is half
+ * placed (its last packet lost, retransmitted after the ACK timeout): it
+ * takes the slot the SEND's WQE was taken from, and must not change
+ * where the rest of that SEND goes. The SEND completes with every byte
+ * in its own buffer, the new receive's buffer untouched. (Before the fix
+ * the retransmitted last packet went to the new receive's buffer and the
+ * SEND completed with its 64 last bytes zero: the holes an MPI job over
+ * droced's loopback found, UCX's rc_verbs reposting to its SRQ.)
+ */
+static void
+srq_post_at(struct droce_srq *srq, struct tbuf *b, uint32_t i)
+{
+	struct ibv_sge s = sge_of(b, (size_t)i * 16384, 16384);
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &s, .num_sge = 1 },
+		*bad;
+
+	CHECK_EQ(droce_srq_post_recv(srq, &wr, &bad), 0, "srq post");
+}
+
+static void
+test_srq_repost_mid_message(void)
+{
+	struct droce_srq *srq;
+	struct ibv_srq_init_attr sa;
+	struct ibv_qp_init_attr ia;
+	struct droce_cq *cq0, *cq1;
+	struct droce_qp *q0, *q1;
+	struct tbuf b0, b1;
+	struct fl_qp_opts o;
+	struct ibv_wc wc;
+	struct ibv_sge s;
+	struct ibv_send_wr wr, *bad;
+	uint32_t i;
+
+	setup_link();
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 2;
+	sa.attr.max_sge = 1;
+	srq = droce_srq_create(L.end[1].pd, 0, &sa);
+	CHECK(srq != NULL, "srq");
+	cq0 = droce_cq_create(L.end[0].dev, 0, 64);
+	cq1 = droce_cq_create(L.end[1].dev, 0, 64);
+	qp_attr(&ia, IBV_QPT_RC, 16, 1);
+	q0 = droce_qp_create(L.end[0].pd, &ia, cq0, cq0, NULL);
+	q1 = droce_qp_create(L.end[1].pd, &ia, cq1, cq1, srq);
+	fl_qp_opts_default(&o);
+	CHECK_EQ(fl_connect(&L, q0, q1, &o), 0, "connect");
+	tbuf_init(&b0, L.end[0].pd, 16384, ACC_ALL);
+	tbuf_init(&b1, L.end[1].pd, 3 * 16384, ACC_ALL);
+	/* receives 0 and 1: the SRQ is full */
+	srq_post_at(srq, &b1, 0);
+	srq_post_at(srq, &b1, 1);
+	/* a SEND of 9 packets (UCX's 8256-byte fragment): the first 8
+	 * placed in receive 0's buffer, the last lost */
+	pattern(b0.p, 8256, 77);
+	s = sge_of(&b0, 0, 8256);
+	memset(&wr, 0, sizeof(wr));
+	wr.opcode = IBV_WR_SEND;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	drop_send_last_left = 1;
+	L.filter = drop_send_last;
+	CHECK_EQ(droce_qp_post_send(q0, &wr, &bad), 0, "send");
+	fl_run_idle(&L, 500000);
+	CHECK_EQ(drop_send_last_left, 0, "its last packet lost");
+	CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "the SEND not received yet");
+	/* receive 2, into the slot receive 0 was taken from; then the ACK
+	 * timeout resends the SEND and its last packet arrives */
+	srq_post_at(srq, &b1, 2);
+	CHECK_EQ(wait_wc(&L, cq1, &wc, 100000000), 0, "the SEND received");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 0 &&
+		wc.byte_len == 8256, "into receive 0, 8256 bytes: status %d "
+		"wr_id %llu byte_len %u", wc.status,
+		(unsigned long long)wc.wr_id, wc.byte_len);
+	CHECK(pattern_ok(b1.p, 8256, 77), "every byte of it in receive 0's "
+		"buffer");
+	for (i = 0; i < 16384 && b1.p[2 * 16384 + i] == 0; i++)
+		;
+	CHECK_EQ(i, 16384, "receive 2's buffer untouched");
+	CHECK_EQ(wait_wc(&L, cq0, &wc, 100000000), 0, "send completion");
+	CHECK_EQ(wc.status, IBV_WC_SUCCESS, "send status");
+	L.filter = NULL;
+	droce_qp_destroy(q0);
+	droce_qp_destroy(q1);
+	CHECK_EQ(droce_srq_destroy(srq), 0, "srq destroy");
+	droce_cq_destroy(cq0);
+	droce_cq_destroy(cq1);
+	tbuf_fini(&b0);
+	tbuf_fini(&b1);
+}
+
 /* Duplicate everything the requester sends: atomics execute once. */
 static void
 test_dup_atomic(void)
@@ -800,6 +909,7 @@ main(void)
 	test_loc_prot();
 	test_cq_overflow();
 	test_srq_limit();
+	test_srq_repost_mid_message();
 	test_dup_atomic();
 	test_dup_read();
 	test_mr_gone(IBV_WR_RDMA_WRITE);
