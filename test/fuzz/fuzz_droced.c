@@ -19,9 +19,8 @@
  *    completions and QP1 (the ring consumers).
  * Then the session ends as a killed application's does. Under ASan,
  * UBSan and LeakSanitizer, besides "no crash": everything the session
- * held is reclaimed (no leak, no descriptor left open, the port's QPs,
- * MRs and CQs back to what they were), and droced never reads a slot
- * twice or past its ring (ASan on the region's neighbours).
+ * held is reclaimed (no leak, no session left, every descriptor it had
+ * closed: the process's descriptors the same before and after).
  */
 
 #include <dirent.h>
@@ -37,6 +36,7 @@
 
 #include "droced.h"
 #include "eal_dir.h"
+#include "fuzz_input.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -57,38 +57,6 @@ tell(const char *what, uint32_t a, int b)
 	if (trace_len < sizeof(trace) - 32)
 		trace_len += (size_t)snprintf(trace + trace_len,
 			sizeof(trace) - trace_len, "%s %u %d; ", what, a, b);
-}
-
-/* A cursor over the input. */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint32_t
-take(struct in *in, int bytes)
-{
-	uint32_t v = 0;
-
-	while (bytes-- > 0) {
-		v <<= 8;
-		if (in->n) {
-			v |= *in->p++;
-			in->n--;
-		}
-	}
-	return v;
-}
-
-static void
-take_bytes(struct in *in, void *dst, size_t n)
-{
-	size_t k = n < in->n ? n : in->n;
-
-	memcpy(dst, in->p, k);
-	memset((uint8_t *)dst + k, 0, n - k);
-	in->p += k;
-	in->n -= k;
 }
 
 /* The process's descriptors and what each is ("3 pipe:[123]"), in out

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "fakelink.h"
+#include "fuzz_input.h"
 #include "frame_fix.h"
 #include "tp_internal.h"
 
@@ -43,27 +44,6 @@ static struct droce_srq *xsrq[2];	/* an XRC SRQ of each */
 static struct droce_mr *mr, *rmr;
 static uint8_t *arena, *mem, *rmem, *shadow;
 static uint32_t posted[3];
-
-/* A cursor over the input. */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint32_t
-take(struct in *in, int bytes)
-{
-	uint32_t v = 0;
-
-	while (bytes-- > 0) {
-		v <<= 8;
-		if (in->n) {
-			v |= *in->p++;
-			in->n--;
-		}
-	}
-	return v;
-}
 
 static void
 connect_pair(int t)
