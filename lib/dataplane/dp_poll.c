@@ -193,12 +193,22 @@ queue_pass(struct dp_queue *q, uint64_t tsc, const int hooked)
 	if (nm)
 		deliver(q, mine, nm, now);
 	if (unlikely(q->nlb)) {
-		/* taken out first: delivering may loop more back */
-		n = dp_queue_loop_take(q, in, DP_BURST);
-		work += n;
-		nm = classify(q, in, n, mine);
-		if (nm)
-			deliver(q, mine, nm, now);
+		/* all that was looped back before this pass, a burst at a
+		 * time, each taken out first (delivering may loop more back:
+		 * the next pass's). A burst a pass let the queue fill and
+		 * tail-drop ~40% of the frames of 16 MPI ranks on one droced:
+		 * the transport loops back up to two bursts a pass. */
+		uint32_t left = q->nlb;
+
+		while (left) {
+			n = dp_queue_loop_take(q, in,
+				(uint16_t)RTE_MIN(left, (uint32_t)DP_BURST));
+			left -= n;
+			work += n;
+			nm = classify(q, in, n, mine);
+			if (nm)
+				deliver(q, mine, nm, now);
+		}
 	}
 	if (q->handoff != NULL) {
 		n = (uint16_t)rte_ring_dequeue_burst(q->handoff, (void **)mine,
