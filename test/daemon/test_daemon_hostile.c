@@ -25,6 +25,7 @@
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1059,6 +1060,8 @@ session_flood(const char *run)
 	flood = fork();
 	CHECK(flood >= 0, "fork");
 	if (flood == 0) {
+		/* gone with the test, whichever way it ends */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(pipefd[0]);
 		for (i = 0; i < 300; i++)
 			if (connect_to(path_a) < 0)
@@ -1089,6 +1092,8 @@ session_flood(const char *run)
 			close(pipefd[0]);
 			if (setgid(65534) != 0 || setuid(65534) != 0)
 				_exit(2);
+			/* after setuid, which clears it: gone with the test */
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
 			for (i = 0; i < 30; i++)
 				n += cs_open(&s[i], path_a) == 0;
 			if (write(pipefd[1], &n, 1) != 1)
