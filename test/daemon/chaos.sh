@@ -30,8 +30,16 @@ command -v ibv_rc_pingpong >/dev/null || { echo "no ibv_rc_pingpong: skip"; exit
 work=$(mktemp -d /tmp/droced-chaos.XXXXXX)
 dpid_a= dpid_b=
 declare -A kind peer killed
+# Each program runs under timeout(1), which makes itself a process group
+# leader: SIGKILL must go to that group, or only the timeout dies and
+# the program goes on, orphaned, until it ends on its own.
+kill_group() {
+	kill -9 -- -"$1" 2>/dev/null || kill -9 "$1" 2>/dev/null
+}
 cleanup() {
-	kill_all "${!kind[@]}" $dpid_a $dpid_b
+	local pid
+	for pid in "${!kind[@]}"; do kill_group "$pid"; done
+	kill_all $dpid_a $dpid_b
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -44,6 +52,7 @@ free_port() {
 	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
+groups=()
 started=0 nkilled=0 finished=0 failed=0 bytes=0 seq=0
 start_chaos_app() {
 	local log="$work/app$seq.log"
@@ -122,11 +131,12 @@ while [ $SECONDS -lt $end ]; do
 	[ $SECONDS -lt $next_kill ] && continue
 	pids=("${!kind[@]}")
 	victim=${pids[$((RANDOM % ${#pids[@]}))]}
-	if kill -9 "$victim" 2>/dev/null; then
-		killed[$victim]=1
+	if kill_group "$victim"; then
+		killed[$victim]=1 groups+=("$victim")
 		nkilled=$((nkilled + 1))
 		if [ -n "${peer[$victim]:-}" ]; then
-			kill -9 "${peer[$victim]}" 2>/dev/null
+			kill_group "${peer[$victim]}"
+			groups+=("${peer[$victim]}")
 			killed[${peer[$victim]}]=1
 		fi
 	fi
@@ -137,6 +147,17 @@ for pid in "${!kind[@]}"; do wait "$pid" 2>/dev/null; done
 sleep 0.5
 reap
 fail=$failed
+# what was killed is gone: nothing of its process group lives on
+# (a moment for those still exiting on a loaded machine)
+left=
+for _ in $(seq 1 50); do
+	[ ${#groups[@]} -gt 0 ] && left=$(pgrep -g "$(IFS=,; echo "${groups[*]}")") || { left=; break; }
+	sleep 0.2
+done
+if [ -n "$left" ]; then
+	echo "FAIL: killed programs still running:"; ps -o pid,pgid,stat,etime,args -p "${left//$'\n'/,}"
+	fail=$((fail + 1))
+fi
 for p in $dpid_a $dpid_b; do
 	kill -0 "$p" 2>/dev/null || { echo "FAIL: droced $p died"; fail=$((fail + 1)); }
 done

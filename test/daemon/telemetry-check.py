@@ -23,12 +23,13 @@ def query(path, cmd):
 def main():
     ok = True
     for path in sys.argv[1:]:
-        for _ in range(50):
+        # a slow machine may still be tearing the last ones down
+        for _ in range(100):
             st = query(path, "/droced/stats")
-            if st["apps"] == 0:
+            qps = query(path, "/droce/qps,0")
+            if st["apps"] == 0 and qps == [1]:
                 break
             time.sleep(0.2)
-        qps = query(path, "/droce/qps,0")
         print(path, "stats", st, "qps", qps)
         if st["apps"] != 0 or st["attached"] != st["detached"]:
             print("FAIL: applications still attached")
