@@ -8,6 +8,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 echo
 "$build/app/droce-tp-bench"
 echo
+# what loss costs, in virtual time at 25 and 100 Gbit/s (doc/perf.md)
+"$build/test/transport/droce-loss-bench"
+echo
 # every droce figure beside the raw rate of the same PMD, three runs each
 # (this kind of machine moves by tens of percent from run to run): the
 # median ratio and the range; doc/perf.md's tables come from these lines

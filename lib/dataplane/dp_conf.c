@@ -212,6 +212,8 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	c->mtu = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 1500;
 	v = droce_conf_get("DROCE_RXE_FLUSH_ICRC");
 	c->rxe_flush_icrc = v != NULL && strcmp(v, "1") == 0;
+	v = droce_conf_get("DROCE_RTO_MIN_US");
+	c->rto_min_us = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }
 
 static void
@@ -269,6 +271,7 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 	pc->mtu = c->mtu;
 	pc->tx_zc_min = c->zc_min;
 	pc->rxe_flush_icrc = (uint8_t)c->rxe_flush_icrc;
+	pc->rto_min_us = c->rto_min_us;
 	pc->name = c->name;
 	fault_parse(c->fault, &pc->fault_rx, 1);
 	fault_parse(c->fault_tx, &pc->fault_tx, 2);

@@ -102,6 +102,11 @@ static const struct ck_key ck_keys[] = {
 	{ "DROCE_RXE_FLUSH_ICRC", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
 		"FLUSHes leave with Linux rxe's ICRC, which rxe (kernel >= "
 		"6.2) takes, not the spec's, which it drops (0)" },
+	{ "DROCE_RTO_MIN_US", CK_NUM, 1, 1000000000, NULL, 10, PORT, "US",
+		"the retransmission timer's floor in microseconds: an RC "
+		"requester times out after its measured round trip, no "
+		"sooner than this, no later than the QP's local ACK timeout "
+		"(1000)" },
 	{ "DROCE_NO_HUGE", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
 		"no hugepages: EAL --no-huge -m 512 (0)" },
 	/* the verbs drop-in */

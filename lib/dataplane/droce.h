@@ -87,6 +87,9 @@ struct droce_port_conf {
 	 * Received FLUSHes are taken with either.
 	 */
 	uint8_t rxe_flush_icrc;
+	/** The retransmission timer's floor in microseconds (0: 1000;
+	 *  droce_dev_conf.rto_min_us). */
+	uint32_t rto_min_us;
 	/**
 	 * IPv4 header checksum offload on transmit, where the PMD has it
 	 * (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) and droce configured the port.

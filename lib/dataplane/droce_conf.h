@@ -59,6 +59,7 @@ struct droce_conf {
 	uint8_t ipv6[16];
 	int has_ipv6;
 	int rxe_flush_icrc;	/**< DROCE_RXE_FLUSH_ICRC */
+	uint32_t rto_min_us;	/**< DROCE_RTO_MIN_US, 0: the default */
 };
 
 /** The value of key: the environment, else DROCE_CONF's file, else NULL.

@@ -113,6 +113,12 @@ struct droce_dev_conf {
 	/** FLUSHes leave with Linux rxe's ICRC, not the spec's
 	 *  (droce_icrc_rxe_flush): rxe drops the others */
 	uint8_t rxe_flush_icrc;
+	/** The retransmission timer's floor in microseconds (0: 1000). An
+	 *  RC requester times out after its measured round trip (smoothed,
+	 *  plus four times its variation, doubling on each timeout), never
+	 *  sooner than this nor later than the QP's local ACK timeout; a
+	 *  floor at or above that timeout gives IBTA's fixed timer. */
+	uint32_t rto_min_us;
 };
 
 /** Creates a device. NULL and errno on failure. */

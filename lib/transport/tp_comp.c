@@ -103,13 +103,14 @@ progress_made(struct droce_qp *qp, uint32_t new_una)
 		/* forward progress renews the retry budgets */
 		qp->retries_left = qp->retry_cnt;
 		qp->rnr_left = qp->rnr_retry;
+		tp_rto_progress(qp, new_una, qp->queue->now);
 	}
 	/* After a rewind the peer may acknowledge past where we resend:
 	 * skip ahead, keeping PSN and data offset together. */
 	if (droce_psn_diff(qp->psn, qp->una) < 0)
 		tp_req_rewind(qp, qp->una);
 	qp->ack_deadline = (qp->una != qp->psn_hw || qp->sq.tail != qp->sq.cur) &&
-		qp->timeout ? qp->queue->now + droce_ack_timeout_ns(qp->timeout) : 0;
+		qp->timeout ? qp->queue->now + tp_rto_ns(qp) : 0;
 }
 
 /*

@@ -338,6 +338,14 @@ struct droce_qp {
 	uint8_t retries_left;
 	uint8_t rnr_left;
 	uint64_t ack_deadline;	/* retransmit timer, 0 = off */
+	/* the adaptive timer (tp_rto.c): smoothed round trip and its
+	 * variation, the PSN being timed (Karn: never a resent one), how
+	 * many timeouts since progress, and since when the retry budget
+	 * has not been charged (IBTA counts local ACK timeouts) */
+	uint64_t srtt_ns, rttvar_ns, rtt_sent, retry_mark;
+	uint32_t rtt_psn;
+	uint8_t rtt_timing;
+	uint8_t rto_backoff;
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
 	uint32_t last_acked_psn; /* READ gap already asked for */
 
@@ -674,6 +682,13 @@ int tp_req_progress(struct droce_qp *qp);
 void tp_req_timers(struct droce_qp *qp, uint64_t now);
 void tp_req_rewind(struct droce_qp *qp, uint32_t psn);
 void tp_req_loss(struct droce_qp *qp);
+
+/* tp_rto.c: the adaptive retransmission timer */
+uint64_t tp_rto_ns(const struct droce_qp *qp);
+void tp_rto_sent(struct droce_qp *qp, uint32_t psn, uint64_t now);
+void tp_rto_progress(struct droce_qp *qp, uint32_t new_una, uint64_t now);
+void tp_rto_resend(struct droce_qp *qp);
+int tp_rto_expired(struct droce_qp *qp, uint64_t now);
 
 /* tp_comp.c */
 void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);

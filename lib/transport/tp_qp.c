@@ -244,6 +244,9 @@ qp_reset(struct droce_qp *qp)
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
 	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 	qp->ack_deadline = qp->rnr_deadline = 0;
+	/* a new connection's round trip is measured anew */
+	qp->srtt_ns = qp->rttvar_ns = 0;
+	qp->rtt_timing = qp->rto_backoff = 0;
 	qp->rx_have_wqe = 0;
 	qp->ack_pending = 0;
 	qp->ack_hold = 0;

@@ -25,6 +25,7 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 	uint32_t i;
 
 	qp->st.rewinds++;
+	tp_rto_resend(qp);
 
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
 		struct tp_swqe *w = tp_sq_wqe(qp, i);
@@ -296,8 +297,13 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 			qp->rd_in_flight++;
 		}
 	}
-	if (qp->type == IBV_QPT_RC && qp->ack_deadline == 0 && qp->timeout)
-		qp->ack_deadline = q->now + droce_ack_timeout_ns(qp->timeout);
+	if (qp->type == IBV_QPT_RC && qp->timeout) {
+		if (qp->ack_deadline == 0) {
+			qp->ack_deadline = q->now + tp_rto_ns(qp);
+			qp->retry_mark = q->now;
+		}
+		tp_rto_sent(qp, qp->psn, q->now);
+	}
 	qp->psn = droce_psn_add(qp->psn, npsn_pkt);
 	if (droce_psn_diff(qp->psn, qp->psn_hw) > 0)
 		qp->psn_hw = qp->psn;
@@ -424,14 +430,18 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 			return;
 		}
 		qp->st.timeouts++;
-		if (qp->retries_left == 0) {
-			tp_comp_error(qp, IBV_WC_RETRY_EXC_ERR);
-			return;
+		/* an early timeout (tp_rto.c) resends without charging
+		 * the retry budget */
+		if (tp_rto_expired(qp, now)) {
+			if (qp->retries_left == 0) {
+				tp_comp_error(qp, IBV_WC_RETRY_EXC_ERR);
+				return;
+			}
+			qp->retries_left--;
 		}
-		qp->retries_left--;
 		qp->st.retransmits++;
 		tp_req_loss(qp);
 		tp_req_rewind(qp, qp->una);
-		qp->ack_deadline = now + droce_ack_timeout_ns(qp->timeout);
+		qp->ack_deadline = now + tp_rto_ns(qp);
 	}
 }

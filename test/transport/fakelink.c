@@ -10,6 +10,8 @@
 
 #define FL_CAP 10240
 
+uint32_t fl_rto_min_us;
+
 uint64_t
 fl_rand(struct fakelink *l)
 {
@@ -30,10 +32,14 @@ chance(struct fakelink *l, uint32_t ppm)
 static uint32_t
 fl_tx_alloc(void *arg, struct droce_txbuf *bufs, uint32_t n, uint32_t cap)
 {
+	struct fl_end *e = arg;
+	struct fakelink *l = e->link;
 	uint32_t i;
 
-	(void)arg;
 	if (cap > FL_CAP)
+		return 0;
+	/* a NIC whose ring is full takes nothing until the wire drains */
+	if (l->rate_bps && l->wire_free[e->side] > l->now + l->nic_queue_ns)
 		return 0;
 	for (i = 0; i < n; i++) {
 		bufs[i].data = malloc(FL_CAP);
@@ -142,6 +148,25 @@ pcap_write(struct fakelink *l, const uint8_t *d, uint32_t len)
 	l->pcap_count++;
 }
 
+/* When frame f has left the wire of direction dir (FCS, preamble and
+ * the gap between frames counted), the wire busy until then. */
+static uint64_t
+wire_time(struct fakelink *l, int dir, const struct fl_frame *f)
+{
+	uint64_t len = f->len + 4 + 8 + 12, start;
+	uint32_t i;
+
+	for (i = 0; i < f->nspan; i++)
+		len += f->span[i].len;
+	if (f->nspan)
+		len += f->tail_len;
+	start = l->wire_free[dir] > l->now ? l->wire_free[dir] : l->now;
+	l->wire_free[dir] = start + (len * 8 * 1000000000ull +
+		l->rate_bps - 1) / l->rate_bps;
+	l->wire_bytes[dir] += len;
+	return l->wire_free[dir];
+}
+
 /* One frame onto the wire in direction dir, through the faults. */
 static void
 fl_send(struct fakelink *l, int dir, struct fl_frame *f)
@@ -150,6 +175,8 @@ fl_send(struct fakelink *l, int dir, struct fl_frame *f)
 	struct fl_counters *c = &l->cnt[dir];
 	uint64_t due = l->now + l->delay_ns;
 
+	if (l->rate_bps)
+		due = wire_time(l, dir, f) + l->delay_ns;
 	c->sent++;
 	pcap_write(l, f->data, f->len);
 	if (l->filter != NULL && l->filter(l, dir, f->data, f->len)) {
@@ -319,6 +346,7 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 		droce_gid_from_ipv4(conf.gids[1].gid, e->ip);
 		conf.gids[1].valid = 1;
 		conf.seed = seed * 2 + (uint64_t)s + 1;
+		conf.rto_min_us = fl_rto_min_us;
 		e->dev = droce_dev_create(&conf);
 		if (e->dev == NULL)
 			return -errno;
@@ -362,6 +390,13 @@ fl_set_tso(struct fakelink *l, uint32_t segs)
 {
 	l->tso_segs = segs;
 	set_io(l);
+}
+
+void
+fl_set_rate(struct fakelink *l, uint64_t rate_bps, uint64_t nic_queue_ns)
+{
+	l->rate_bps = rate_bps;
+	l->nic_queue_ns = nic_queue_ns;
 }
 
 void

@@ -64,6 +64,12 @@ struct fakelink {
 	uint32_t qcap, rx_burst;
 	uint64_t now;			/* ns */
 	uint64_t delay_ns;		/* one-way latency */
+	/* fl_set_rate: a link of rate_bps each way (0: frames take no
+	 * time); the NIC takes frames while what it has queued would be
+	 * on the wire within nic_queue_ns, as a NIC's transmit ring */
+	uint64_t rate_bps, nic_queue_ns;
+	uint64_t wire_free[2];		/* when the wire is next idle */
+	uint64_t wire_bytes[2];		/* on the wire, with preamble and gap */
 	uint64_t rng;
 	/* optional: return 1 to drop a frame (by sending side) */
 	int (*filter)(struct fakelink *l, int dir, const uint8_t *f,
@@ -79,6 +85,10 @@ struct fakelink {
 	uint32_t pcap_every, pcap_count, pcap_max;
 };
 
+/* The devices fl_init creates take this retransmission floor
+ * (droce_dev_conf.rto_min_us; 0: the transport's default). */
+extern uint32_t fl_rto_min_us;
+
 /* Two devices, one queue each, 10.0.0.1 and 10.0.0.2, MTU eth_mtu. */
 int fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu);
 void fl_fini(struct fakelink *l);
@@ -87,6 +97,9 @@ void fl_fini(struct fakelink *l);
 void fl_set_zero_copy(struct fakelink *l, uint32_t min);
 /* A NIC with TSO: frames of up to segs segments to cut (0: none). */
 void fl_set_tso(struct fakelink *l, uint32_t segs);
+
+/* Links of rate_bps each way, the NIC queueing up to nic_queue_ns. */
+void fl_set_rate(struct fakelink *l, uint64_t rate_bps, uint64_t nic_queue_ns);
 
 /* Advance the clock by dt ns: deliver due frames, progress both ends. */
 void fl_step(struct fakelink *l, uint64_t dt);

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * The requester's retransmission timer. IBTA's local ACK timeout
+ * (4.096 us * 2^timeout) is a ceiling set for the worst path a
+ * connection may take; waiting it out on every lost retransmission or
+ * tail loss costs a fabric with a 10 us round trip thousands of round
+ * trips (doc/transport.md). So the timer follows the measured round trip
+ * as TCP's does (RFC 6298: smoothed RTT plus four times its variation,
+ * samples only from PSNs sent once, doubling per timeout without
+ * progress), between the device's floor and the QP's local ACK timeout.
+ * The retry budget still counts local ACK timeouts as IBTA defines them:
+ * an early retransmission charges it only once a whole local ACK timeout
+ * has passed without progress, so a dead peer fails the QP no sooner
+ * than with the fixed timer.
+ */
+
+#include "tp_internal.h"
+
+#define TP_RTO_MIN_DEFAULT_US 1000
+
+static uint64_t
+rto_floor(const struct droce_qp *qp)
+{
+	uint32_t us = qp->dev->conf.rto_min_us;
+
+	return (uint64_t)(us ? us : TP_RTO_MIN_DEFAULT_US) * 1000;
+}
+
+uint64_t
+tp_rto_ns(const struct droce_qp *qp)
+{
+	uint64_t ceil = droce_ack_timeout_ns(qp->timeout), rto;
+
+	if (qp->srtt_ns == 0)
+		return ceil;	/* nothing measured yet */
+	rto = qp->srtt_ns + 4 * qp->rttvar_ns;
+	if (rto < rto_floor(qp))
+		rto = rto_floor(qp);
+	rto <<= qp->rto_backoff;
+	return rto < ceil ? rto : ceil;
+}
+
+/* A new PSN leaves: time it if nothing is being timed. */
+void
+tp_rto_sent(struct droce_qp *qp, uint32_t psn, uint64_t now)
+{
+	if (qp->rtt_timing || droce_psn_diff(psn, qp->psn_hw) < 0)
+		return;
+	qp->rtt_timing = 1;
+	qp->rtt_psn = psn;
+	qp->rtt_sent = now;
+}
+
+/* una moved to new_una: a sample if it covers the timed PSN; the timer
+ * backs off no more and the retry budget's period starts again. */
+void
+tp_rto_progress(struct droce_qp *qp, uint32_t new_una, uint64_t now)
+{
+	qp->rto_backoff = 0;
+	qp->retry_mark = now;
+	if (!qp->rtt_timing || droce_psn_diff(new_una, qp->rtt_psn) <= 0)
+		return;
+	qp->rtt_timing = 0;
+	if (now <= qp->rtt_sent)
+		return;
+	if (qp->srtt_ns == 0) {
+		qp->srtt_ns = now - qp->rtt_sent;
+		qp->rttvar_ns = qp->srtt_ns / 2;
+	} else {
+		uint64_t r = now - qp->rtt_sent;
+		uint64_t d = r > qp->srtt_ns ? r - qp->srtt_ns :
+			qp->srtt_ns - r;
+
+		qp->rttvar_ns = (3 * qp->rttvar_ns + d) / 4;
+		qp->srtt_ns = (7 * qp->srtt_ns + r) / 8;
+	}
+}
+
+/* Something is resent: the PSN being timed may come back twice. */
+void
+tp_rto_resend(struct droce_qp *qp)
+{
+	qp->rtt_timing = 0;
+}
+
+/* The timer fired at now: 1 if a local ACK timeout has passed without
+ * progress since the budget was last charged (the caller charges it). */
+int
+tp_rto_expired(struct droce_qp *qp, uint64_t now)
+{
+	if (qp->rto_backoff < 16)
+		qp->rto_backoff++;
+	tp_rto_resend(qp);
+	if (now - qp->retry_mark < droce_ack_timeout_ns(qp->timeout))
+		return 0;
+	qp->retry_mark = now;
+	return 1;
+}
