@@ -129,6 +129,8 @@ while [ $SECONDS -lt $end ]; do
 	while [ "$(running pp)" -lt $(( napps / 2 )) ]; do start_pingpong; done
 	sleep 0.$((2 + RANDOM % 8))
 	[ $SECONDS -lt $next_kill ] && continue
+	reap	# not one that ended during the sleep: it is not killed
+	[ ${#kind[@]} -gt 0 ] || continue
 	pids=("${!kind[@]}")
 	victim=${pids[$((RANDOM % ${#pids[@]}))]}
 	if kill_group "$victim"; then
