@@ -22,5 +22,7 @@ echo
 "$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
 	--lat --op write,send,read,fetch_add --size 64,4096,65536 \
 	--iters 20000 --repeat 3 --verify
+# the same loss rates over net_memif (doc/perf.md, "Loss")
+"$top/test/bench-loss.sh" "$build"
 "$top/test/bench-verbs.sh" "$build"
 "$top/test/bench-ucx.sh" "$build"

@@ -289,6 +289,36 @@ usage(FILE *f)
 }
 
 static int
+faults_on(void)
+{
+	return opt.fault.drop_ppm || opt.fault.dup_ppm ||
+		opt.fault.reorder_ppm || opt.fault.corrupt_ppm ||
+		opt.fault.delay_ppm;
+}
+
+/*
+ * Under fault injection, what recovery cost (test/bench-loss.sh reads
+ * it): both transports' frames sent, the client's retransmissions and
+ * timeouts, the NAKs and replays. One test per run gives one test's
+ * figures.
+ */
+static void
+loss_report(const struct perf_cmd *srv)
+{
+	struct droce_tp_stats st;
+
+	droce_port_lock(port, 0);
+	droce_tp_queue_stats(droce_dev_queue(droce_port_dev(port), 0), &st);
+	droce_port_unlock(port, 0);
+	printf(" transport: client tx %" PRIu64 " server tx %" PRIu64
+		" retransmits %" PRIu64 " timeouts %" PRIu64 " seq-NAK rx %"
+		PRIu64 " out-of-seq %" PRIu64 " read-replays %" PRIu64
+		" dup %" PRIu64 "\n", st.tx_pkts, srv->srv_tx, st.retransmits,
+		st.timeouts, st.nak_seq_rx, st.out_of_seq_rx,
+		srv->srv_read_replays, st.dup_rx + srv->srv_dup_rx);
+}
+
+static int
 parse_args(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1712,6 +1742,10 @@ server_loop(void)
 			burst_report("server");
 			c.value = zc_frames();
 			c.handoffs = handoffs();
+			c.srv_tx = st.tx_pkts;
+			c.srv_read_replays = st.read_replays;
+			c.srv_nak_seq_tx = st.nak_seq_tx;
+			c.srv_dup_rx = st.dup_rx;
 			sc_send(sc, &c, sizeof(c));
 			return 0;
 		}
@@ -1836,6 +1870,8 @@ main(int argc, char **argv)
 				uint64_t mine = handoffs();
 
 				burst_report("client");
+				if (faults_on())
+					loss_report(&c);
 				if (zc_check(c.value) != 0)
 					rc = 1;
 				if (opt.queues > 1 && !opt.json_out)

@@ -35,6 +35,8 @@ struct perf_cmd {
 	uint32_t flags;
 	uint64_t value;		/* result (frames counted, check result) */
 	uint64_t handoffs;	/* QUIT's answer: the server's hand-offs */
+	/* QUIT's answer: what the server's transport sent and replayed */
+	uint64_t srv_tx, srv_read_replays, srv_nak_seq_tx, srv_dup_rx;
 };
 
 enum { PERF_CMD_RUN = 1, PERF_CMD_DONE, PERF_CMD_RAW, PERF_CMD_RAW_DONE,
