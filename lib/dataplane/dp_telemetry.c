@@ -51,7 +51,18 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 	U(acks_tx); U(acks_rx); U(read_replays); U(atomic_replays);
 	U(flushes); U(flush_errors); U(flush_rxe_icrc);
 	U(cq_overflows); U(tx_zc_pkts);
+	U(timeouts_charged); U(dup_req_rx);
 #undef U
+	/* the same under mlx5's names, which operators' tooling reads
+	 * (doc/transport.md, "Counters") */
+	rte_tel_data_add_dict_u64(d, "out_of_sequence", st->out_of_seq_rx);
+	rte_tel_data_add_dict_u64(d, "packet_seq_err", st->nak_seq_rx);
+	rte_tel_data_add_dict_u64(d, "local_ack_timeout_err",
+		st->timeouts_charged);
+	rte_tel_data_add_dict_u64(d, "duplicate_request", st->dup_req_rx);
+	rte_tel_data_add_dict_u64(d, "roce_adp_retrans",
+		st->timeouts - st->timeouts_charged);
+	rte_tel_data_add_dict_u64(d, "roce_adp_retrans_to", st->timeouts);
 	for (i = 1; i < DROCE_WIRE_ERR_COUNT; i++)
 		rte_tel_data_add_dict_u64(d, perr[i], st->rx_drop_parse[i]);
 }

@@ -674,6 +674,15 @@ struct droce_tp_stats {
 	/** XRC requests whose XRCETH named no SRQ, one of another XRC
 	 * domain or of another queue (each NAKed) */
 	uint64_t xrc_bad_srq;
+	/** Retransmission timeouts that charged the retry budget: a whole
+	 *  local ACK timeout without progress (IBTA's count; mlx5's
+	 *  local_ack_timeout_err). timeouts counts every expiry of the
+	 *  adaptive timer (tp_rto.c), the early ones too. */
+	uint64_t timeouts_charged;
+	/** Requests the responder received again (PSN before the one it
+	 *  expects; mlx5's duplicate_request); dup_rx counts them with the
+	 *  requester's duplicate responses. */
+	uint64_t dup_req_rx;
 };
 
 void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);

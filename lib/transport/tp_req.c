@@ -433,6 +433,7 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 		/* an early timeout (tp_rto.c) resends without charging
 		 * the retry budget */
 		if (tp_rto_expired(qp, now)) {
+			qp->st.timeouts_charged++;
 			if (qp->retries_left == 0) {
 				tp_comp_error(qp, IBV_WC_RETRY_EXC_ERR);
 				return;

@@ -791,6 +791,7 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 	}
 	if (d < 0) {
 		qp->st.dup_rx++;
+		qp->st.dup_req_rx++;
 		if (f & (DROCE_OPF_READ | DROCE_OPF_ATOMIC |
 				DROCE_OPF_ATOMIC_WRITE | DROCE_OPF_FLUSH))
 			replay(qp, pkt, f);

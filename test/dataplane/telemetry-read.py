@@ -34,7 +34,10 @@ def main():
     second = query(path, "/droce/port/stats,0")["/droce/port/stats"]
     q = query(path, "/droce/queue/stats,0.0")["/droce/queue/stats"]
     for k in ("nic_rx_pkts", "rx_pkts", "tx_pkts", "acks_tx",
-              "drop_icrc", "retransmits"):
+              "drop_icrc", "retransmits",
+              # mlx5's names for the recovery counters
+              "out_of_sequence", "packet_seq_err", "local_ack_timeout_err",
+              "duplicate_request", "roce_adp_retrans", "roce_adp_retrans_to"):
         print("telemetry: %-12s %d -> %d" % (k, first[k], second[k]))
     # per QP: the QPNs in use, each QP's counters, none for a QPN not in use
     qpns = query(path, "/droce/qps,0")["/droce/qps"]

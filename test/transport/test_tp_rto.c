@@ -173,6 +173,7 @@ test_lost_retransmission(void)
 		" ns, want under 5 ms (local ACK timeout 67 ms)", t);
 	CHECK(st.nak_seq_rx >= 1 && st.timeouts >= 1, "a NAK (%" PRIu64
 		") and a timeout (%" PRIu64 ")", st.nak_seq_rx, st.timeouts);
+	CHECK_EQ(st.timeouts_charged, 0, "no local ACK timeout charged");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_RTS, "QP fine");
 	pair_free(&p);
 }
@@ -206,6 +207,8 @@ test_retry_budget(void)
 		" ns, want 3 to 5 local ACK timeouts of %" PRIu64, t, tmo);
 	droce_qp_stats(p.qp[0], &st);
 	CHECK(st.timeouts > 3, "early timeouts too: %" PRIu64, st.timeouts);
+	CHECK_EQ(st.timeouts_charged, 3, "retry_cnt + 1 local ACK timeouts "
+		"charged");
 	L.faults[0].stalled = 0;
 	pair_free(&p);
 }
