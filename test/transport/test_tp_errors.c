@@ -644,6 +644,107 @@ test_dup_read(void)
 	pair_free(&p);
 }
 
+/* The response PSNs the responder sent, in order. */
+static uint32_t resp_psn[1024], nresp;
+
+static int
+watch_read_resp(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
+{
+	struct droce_pkt pkt;
+
+	(void)l;
+	if (dir == 1 && droce_wire_parse(f, len, NULL, &pkt) == 0 &&
+			(droce_opcode_info[pkt.opcode].flags & DROCE_OPF_READ) &&
+			nresp < 1024)
+		resp_psn[nresp++] = pkt.psn;
+	return 0;
+}
+
+/*
+ * Duplicate READ requests for one READ, as a requester whose timer or
+ * gaps make it ask again, arriving while the responder replays it: each
+ * newer one takes the replay over from the PSN it asks for (IBTA's
+ * duplicate READ: the range its RETH names), never a second replay of
+ * the range beside the first. Seen on the wire: the response PSNs run +1
+ * at a time, and go back only to a PSN a duplicate asked for, at most
+ * once per duplicate.
+ */
+static void
+test_dup_read_replay(void)
+{
+	const uint32_t len = 32768, npsn = 32;
+	/* which duplicates, and how many steps of the link before each */
+	static const struct { uint32_t off_pkts, steps; } dups[] = {
+		{ 0, 0 }, { 0, 0 }, { 0, 3 }, { 16, 2 }, { 16, 0 }, { 4, 5 },
+		{ 0, 1 }, { 31, 4 },
+	};
+	struct droce_tp_stats st0, st1;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	struct pair p;
+	uint32_t first, i, k, back = 0, tx;
+
+	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
+	pattern(p.b[1].p, len, 21);
+	CHECK_EQ(post_op(&p, IBV_WR_RDMA_READ, len, REMOTE(&p, 0), RKEY(&p), 1),
+		0, "post read");
+	CHECK_EQ(wait_status(&p, 0, 1000000000, NULL), IBV_WC_SUCCESS, "read");
+	fl_run_idle(&L, 10000000);
+	droce_qp_query(p.qp[1], &a, 0, &ia);
+	first = (a.rq_psn - npsn) & DROCE_PSN_MASK;
+	droce_qp_stats(p.qp[1], &st0);
+	nresp = 0;
+	L.filter = watch_read_resp;
+	for (i = 0; i < sizeof(dups) / sizeof(dups[0]); i++) {
+		struct droce_pkt pkt;
+		uint8_t frame[256];
+		const uint8_t *fp = frame;
+		uint32_t flen;
+
+		for (k = 0; k < dups[i].steps; k++)
+			fl_step(&L, 1000);
+		fl_request_pkt(&L, p.qp[1], DROCE_OP_RC_READ_REQ, &pkt);
+		pkt.psn = (first + dups[i].off_pkts) & DROCE_PSN_MASK;
+		pkt.reth_va = REMOTE(&p, dups[i].off_pkts * 1024);
+		pkt.reth_rkey = RKEY(&p);
+		pkt.reth_len = len - dups[i].off_pkts * 1024;
+		flen = (uint32_t)droce_wire_build(&pkt, frame, sizeof(frame));
+		droce_tp_rx_burst(L.end[1].q, &fp, &flen, 1, L.now);
+	}
+	fl_run_idle(&L, 10000000);
+	L.filter = NULL;
+	droce_qp_stats(p.qp[1], &st1);
+	tx = (uint32_t)(st1.tx_pkts - st0.tx_pkts);
+	CHECK(nresp > 0 && nresp == tx, "the replies seen on the wire: %u of "
+		"%u", nresp, tx);
+	for (i = 1; i < nresp; i++) {
+		uint32_t d = (resp_psn[i] - resp_psn[i - 1]) & DROCE_PSN_MASK;
+		uint32_t asked = (resp_psn[i] - first) & DROCE_PSN_MASK;
+
+		if (d == 1)
+			continue;
+		back++;
+		for (k = 0; k < sizeof(dups) / sizeof(dups[0]); k++)
+			if (dups[k].off_pkts == asked)
+				break;
+		CHECK(k < sizeof(dups) / sizeof(dups[0]), "response %u: PSN "
+			"+%u after +%u, not a PSN a duplicate asked for", i,
+			asked, (resp_psn[i - 1] - first) & DROCE_PSN_MASK);
+	}
+	CHECK(back < sizeof(dups) / sizeof(dups[0]), "%u restarts for %zu "
+		"duplicates", back, sizeof(dups) / sizeof(dups[0]));
+	CHECK_EQ((resp_psn[nresp - 1] - first) & DROCE_PSN_MASK, npsn - 1,
+		"the replay ends at the READ's last PSN");
+	CHECK_EQ(st1.read_replays - st0.read_replays,
+		sizeof(dups) / sizeof(dups[0]), "each duplicate replayed");
+	CHECK_EQ(st1.dup_req_rx - st0.dup_req_rx,
+		sizeof(dups) / sizeof(dups[0]), "each counted a duplicate request");
+	CHECK(pattern_ok(p.b[0].p, len, 21), "the READ's data");
+	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_RTS, "requester fine");
+	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_RTS, "responder fine");
+	pair_free(&p);
+}
+
 /* Frames of one direction past the first gone_keep ones, dropped while
  * gone_drop is set: a message cut after its start. */
 static int gone_dir, gone_keep, gone_drop, gone_seen;
@@ -912,6 +1013,7 @@ main(void)
 	test_srq_repost_mid_message();
 	test_dup_atomic();
 	test_dup_read();
+	test_dup_read_replay();
 	test_mr_gone(IBV_WR_RDMA_WRITE);
 	test_mr_gone(IBV_WR_RDMA_READ);
 	test_resp_order();
