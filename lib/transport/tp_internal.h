@@ -344,6 +344,7 @@ struct droce_qp {
 	 * has not been charged (IBTA counts local ACK timeouts) */
 	uint64_t srtt_ns, rttvar_ns, rtt_sent, retry_mark;
 	uint32_t rtt_psn;
+	uint32_t rto_hw;	/* psn_hw at the last timeout */
 	uint8_t rtt_timing;
 	uint8_t rto_backoff;
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */

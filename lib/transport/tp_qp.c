@@ -246,6 +246,7 @@ qp_reset(struct droce_qp *qp)
 	qp->ack_deadline = qp->rnr_deadline = 0;
 	/* a new connection's round trip is measured anew */
 	qp->srtt_ns = qp->rttvar_ns = 0;
+	qp->rto_hw = 0;
 	qp->rtt_timing = qp->rto_backoff = 0;
 	qp->rx_have_wqe = 0;
 	qp->ack_pending = 0;

@@ -9,8 +9,8 @@
  * tail loss costs a fabric with a 10 us round trip thousands of round
  * trips (doc/transport.md). So the timer follows the measured round trip
  * as TCP's does (RFC 6298: smoothed RTT plus four times its variation,
- * samples only from PSNs sent once, doubling per timeout without
- * progress), between the device's floor and the QP's local ACK timeout.
+ * samples only from PSNs sent once, doubling per timeout until the next
+ * sample), between the device's floor and the QP's local ACK timeout.
  * The retry budget still counts local ACK timeouts as IBTA defines them:
  * an early retransmission charges it only once a whole local ACK timeout
  * has passed without progress, so a dead peer fails the QP no sooner
@@ -54,18 +54,27 @@ tp_rto_sent(struct droce_qp *qp, uint32_t psn, uint64_t now)
 	qp->rtt_sent = now;
 }
 
-/* una moved to new_una: a sample if it covers the timed PSN; the timer
- * backs off no more and the retry budget's period starts again. */
+/*
+ * una moved to new_una: the retry budget's period starts again, and a
+ * sample if it covers the timed PSN. The backoff is undone by a sample
+ * or by an acknowledgement of a PSN first sent after the last timeout,
+ * not by progress alone (Karn): that may be the late answer to what the
+ * timer took for lost, and with a peer that slow (rxe in an emulated
+ * guest: milliseconds per 64 KB) each timeout would resend the window
+ * again.
+ */
 void
 tp_rto_progress(struct droce_qp *qp, uint32_t new_una, uint64_t now)
 {
-	qp->rto_backoff = 0;
 	qp->retry_mark = now;
+	if (droce_psn_diff(new_una, qp->rto_hw) > 0)
+		qp->rto_backoff = 0;
 	if (!qp->rtt_timing || droce_psn_diff(new_una, qp->rtt_psn) <= 0)
 		return;
 	qp->rtt_timing = 0;
 	if (now <= qp->rtt_sent)
 		return;
+	qp->rto_backoff = 0;
 	if (qp->srtt_ns == 0) {
 		qp->srtt_ns = now - qp->rtt_sent;
 		qp->rttvar_ns = qp->srtt_ns / 2;
@@ -93,6 +102,7 @@ tp_rto_expired(struct droce_qp *qp, uint64_t now)
 {
 	if (qp->rto_backoff < 16)
 		qp->rto_backoff++;
+	qp->rto_hw = qp->psn_hw;
 	tp_rto_resend(qp);
 	if (now - qp->retry_mark < droce_ack_timeout_ns(qp->timeout))
 		return 0;

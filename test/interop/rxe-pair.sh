@@ -284,6 +284,10 @@ count() {
 	what == "replied" && $6 == 2 && src == gm && $7 == dip { n++ }
 	what == "asked" && $6 == 1 && src == gm && $7 == dip { n++ }
 	what == "answered" && $6 == 2 && src == dm { n++ }
+	# READ responses (opcodes 13 to 16) each side sent
+	what == "droce-rresp" && src == dm && roce() && $4 >= 13 && $4 <= 16 { n++ }
+	what == "rxe-rresp" && src == gm && roce() && $4 >= 13 && $4 <= 16 { n++ }
+	what == "droce-all" && src == dm && roce() { n++ }
 	END { if (what != "droce-frames") print n + 0 }' "$work/frames.txt"
 }
 # every RoCEv2 frame droce sent, into a capture of its own
@@ -325,6 +329,9 @@ else
 	*) echo "FAIL: tshark/scapy found a problem"; fail=1 ;;
 	esac
 fi
+# what each side put on the wire (what loss recovery cost: doc/interop.md)
+echo "frames: droce sent $(count droce-all) ($(count droce-rresp) READ" \
+	"responses), rxe $(count rxe) ($(count rxe-rresp) READ responses)"
 # under loss, recovery must have been exercised: some packet other than an
 # ACK (a request or a READ response) went on the wire more than once
 if [ "$loss" -gt 0 ]; then
