@@ -120,9 +120,13 @@ ip netns exec "$nsk" tshark -i "$vk" -w "$work/cap.pcapng" -q \
 	> "$work/tshark.log" 2>&1 &
 cap=$!
 pids+=($cap)
+# the capture is live once its file holds the section and interface
+# blocks (tshark says "Capturing on" a moment before that)
 for _ in $(seq 1 300); do
 	grep -q listening "$work/server.log" 2>/dev/null &&
-		grep -q "Capturing on" "$work/tshark.log" 2>/dev/null && break
+		grep -q "Capturing on" "$work/tshark.log" 2>/dev/null &&
+		[ "$(stat -c %s "$work/cap.pcapng" 2>/dev/null || echo 0)" -ge 100 ] &&
+		break
 	sleep 0.1
 done
 touch "$work/go"
