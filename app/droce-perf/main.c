@@ -1812,9 +1812,7 @@ main(int argc, char **argv)
 			}
 		}
 		print_results(rs, nr);
-		if (opt.fault.drop_ppm || opt.fault.dup_ppm ||
-				opt.fault.reorder_ppm || opt.fault.corrupt_ppm ||
-				opt.fault.delay_ppm) {
+		if (faults_on()) {
 			struct droce_fault_stats fs;
 
 			droce_port_fault_stats(port, &fs, NULL);

@@ -339,9 +339,10 @@ struct droce_qp {
 	uint8_t rnr_left;
 	uint64_t ack_deadline;	/* retransmit timer, 0 = off */
 	/* the adaptive timer (tp_rto.c): smoothed round trip and its
-	 * variation, the PSN being timed (Karn: never a resent one), how
-	 * many timeouts since progress, and since when the retry budget
-	 * has not been charged (IBTA counts local ACK timeouts) */
+	 * variation, the PSN being timed (Karn: never a resent one) and
+	 * since when, since when the retry budget has not been charged
+	 * (IBTA counts local ACK timeouts), and the backoff: timeouts
+	 * since a sample or an ACK past psn_hw at the last one (rto_hw) */
 	uint64_t srtt_ns, rttvar_ns, rtt_sent, retry_mark;
 	uint32_t rtt_psn;
 	uint32_t rto_hw;	/* psn_hw at the last timeout */

@@ -103,7 +103,6 @@ tp_rto_expired(struct droce_qp *qp, uint64_t now)
 	if (qp->rto_backoff < 16)
 		qp->rto_backoff++;
 	qp->rto_hw = qp->psn_hw;
-	tp_rto_resend(qp);
 	if (now - qp->retry_mark < droce_ack_timeout_ns(qp->timeout))
 		return 0;
 	qp->retry_mark = now;

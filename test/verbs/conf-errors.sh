@@ -47,6 +47,8 @@ refused "${base[@]}" DROCE_IPV4=300.1.1.1 -- \
 refused "${base[@]}" DROCE_MTU=abc -- '^droce: DROCE_MTU=abc: want a number'
 refused "${base[@]}" DROCE_MTU=100000 -- '^droce: DROCE_MTU=100000: want a number'
 refused "${base[@]}" DROCE_QUEUES=0 -- '^droce: DROCE_QUEUES=0: want a number from 1'
+refused "${base[@]}" DROCE_RTO_MIN_US=0 -- '^droce: DROCE_RTO_MIN_US=0: want a number from 1'
+refused "${base[@]}" DROCE_RTO_MIN_US=1ms -- '^droce: DROCE_RTO_MIN_US=1ms: want a number'
 refused "${base[@]}" DROCE_TYPO=1 -- '^droce: DROCE_TYPO=1: unknown key \(environment\)'
 refused "${base[@]}" DROCE_IPV4S=10.9.9.2 -- \
 	'^droce: DROCE_IPV4S=10\.9\.9\.2: unknown key \(environment\); did you mean DROCE_IPV4\?'
