@@ -683,6 +683,13 @@ struct droce_tp_stats {
 	 *  expects; mlx5's duplicate_request); dup_rx counts them with the
 	 *  requester's duplicate responses. */
 	uint64_t dup_req_rx;
+	/** Requests sent again one by one, not by a rewind: a READ's
+	 *  missing responses and a lost atomic answer asked again, and
+	 *  selective repeat's packets */
+	uint64_t resent_pkts;
+	/** Selective repeat: requests the responder held out of order,
+	 *  selective acknowledgements sent and received */
+	uint64_t sr_held, sack_tx, sack_rx;
 };
 
 void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);

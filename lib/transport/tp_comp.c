@@ -19,10 +19,6 @@ tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 {
 	if (w->state == TP_WQE_DONE)
 		return;
-	if (w->rd_counted) {
-		w->rd_counted = 0;
-		qp->rd_atomic_out--;
-	}
 	if (w->rd_inflight) {
 		w->rd_inflight = 0;
 		qp->rd_in_flight--;
@@ -30,6 +26,7 @@ tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 		if (st == IBV_WC_SUCCESS && qp->rd_cwnd < qp->max_rd_atomic)
 			qp->rd_cwnd++;
 	}
+	tp_read_forget(qp, w);
 	w->state = TP_WQE_DONE;
 	w->status = st;
 }
@@ -54,6 +51,17 @@ tp_comp_retire(struct droce_qp *qp)
 			if (w->wr_flags & TP_WRF_CREDIT)
 				wc->byte_len = (uint32_t)w->length;
 			tp_cq_commit(qp->scq, 0);
+		}
+		/*
+		 * A READ/atomic credit comes back in order: a responder
+		 * keeps its last max_dest_rd_atomic requests (a ring, as
+		 * rxe's), and one done early behind a READ still missing a
+		 * response must not let a new request push that READ's
+		 * resource out before its hole is asked again (tp_read.c).
+		 */
+		if (w->rd_counted) {
+			w->rd_counted = 0;
+			qp->rd_atomic_out--;
 		}
 		qp->sq.tail++;
 		if ((int32_t)(qp->sq.cur - qp->sq.tail) < 0) {
@@ -115,15 +123,23 @@ progress_made(struct droce_qp *qp, uint32_t new_una)
 
 /*
  * Acknowledge every PSN before `psn` (exclusive). SEND/WRITE WQEs whose
- * packets all lie before it are done. A READ or atomic before it that has
- * not had its response means the response was lost: return 1 so the
- * caller rewinds to it.
+ * packets all lie before it are done. A READ or atomic before it whose
+ * answer has not all come lost some of it: it is asked again alone
+ * (tp_read.c), and una may move up to its first missing answer only,
+ * *una_to (psn when nothing is missing). A READ too long to place by PSN
+ * makes it return 1: the caller rewinds to *una_to.
  */
 static int
-ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
+ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *una_to)
 {
+	int held = 0;
 	uint32_t i;
 
+	/* what any acknowledgement said before still holds */
+	if (droce_psn_diff(psn, qp->acked) > 0)
+		qp->acked = psn;
+	psn = qp->acked;
+	*una_to = psn;
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
 		struct tp_swqe *w = tp_sq_wqe(qp, i);
 		uint32_t end;
@@ -135,16 +151,32 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
 		if (w->npsn == 0)
 			break;
 		end = droce_psn_add(w->first_psn, w->npsn);
-		if (droce_psn_diff(psn, end) < 0)
-			break;	/* not wholly acknowledged */
+		if (droce_psn_diff(psn, end) < 0) {
+			/* not wholly acknowledged; a READ answered in part
+			 * is, up to its first missing response */
+			if (!held && (w->wr_flags & TP_WRF_READ) &&
+					w->state == TP_WQE_SENT &&
+					tp_read_tracked(qp, w) &&
+					droce_psn_diff(psn, w->first_psn) >= 0 &&
+					droce_psn_diff(tp_read_missing(qp, w),
+						psn) > 0)
+				*una_to = tp_read_missing(qp, w);
+			break;
+		}
 		if (w->state == TP_WQE_SENDING)
 			break;
 		if (w->wr_flags & TP_WRF_CREDIT) {
-			*rewind_psn = (w->wr_flags & TP_WRF_READ) ?
-				droce_psn_add(w->first_psn,
-					(uint32_t)(w->read_done / qp->mtu)) :
-				w->first_psn;
-			return 1;
+			if (!tp_read_tracked(qp, w)) {
+				if (held)
+					break;
+				*una_to = tp_read_missing(qp, w);
+				return 1;
+			}
+			tp_read_hole(qp, w);
+			if (!held)
+				*una_to = tp_read_missing(qp, w);
+			held = 1;
+			continue;
 		}
 		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	}
@@ -152,10 +184,10 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *rewind_psn)
 }
 
 /*
- * A later response acknowledged everything before rw, the READ or atomic
- * whose response never came: that much is progress (una moves, or a stale
- * ACK or NAK for an earlier PSN would be taken as new and rewind into
- * WQEs already completed), then ask again from rw.
+ * A later response acknowledged everything before rw, the READ too long
+ * to place by PSN whose response never came: that much is progress (una
+ * moves, or a stale ACK or NAK for an earlier PSN would be taken as new
+ * and rewind into WQEs already completed), then ask again from rw.
  */
 static void
 lost_response(struct droce_qp *qp, uint32_t rw)
@@ -164,6 +196,19 @@ lost_response(struct droce_qp *qp, uint32_t rw)
 	tp_req_loss(qp);
 	tp_req_rewind(qp, rw);
 	qp->st.retransmits++;
+}
+
+/* una to where the acknowledgements so far say, short of any answer still
+ * missing (ack_before). */
+static void
+settle(struct droce_qp *qp)
+{
+	uint32_t rw;
+
+	if (ack_before(qp, qp->acked, &rw))
+		lost_response(qp, rw);
+	else
+		progress_made(qp, rw);
 }
 
 /* The WQE that holds psn, or NULL. */
@@ -220,18 +265,20 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			lost_response(qp, rw);
 			break;
 		}
-		progress_made(qp, droce_psn_add(psn, 1));
+		progress_made(qp, rw);
 		break;
 	case DROCE_AETH_TYPE_RNR:
 		qp->st.rnr_nak_rx++;
-		if (droce_psn_diff(psn, qp->una) < 0)
+		/* old, or older than an acknowledgement already had */
+		if (droce_psn_diff(psn, qp->una) < 0 ||
+				droce_psn_diff(psn, qp->acked) < 0)
 			return;
 		if (ack_before(qp, psn, &rw)) {
 			progress_made(qp, rw);
 			tp_req_rewind(qp, rw);
 			break;
 		}
-		progress_made(qp, psn);
+		progress_made(qp, rw);
 		if (qp->rnr_retry != TP_RNR_RETRY_FOREVER) {
 			if (qp->rnr_left == 0) {
 				fail_wqe(qp, wqe_of_psn(qp, psn),
@@ -249,11 +296,14 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	case DROCE_AETH_TYPE_NAK:
 		if (syn == DROCE_AETH_NAK_PSN_SEQ) {
 			qp->st.nak_seq_rx++;
-			if (droce_psn_diff(psn, qp->una) < 0)
+			if (droce_psn_diff(psn, qp->una) < 0 ||
+					droce_psn_diff(psn, qp->acked) < 0)
 				return;
+			/* an answer missing before psn is asked again
+			 * alone; psn itself goes back N */
 			if (ack_before(qp, psn, &rw))
 				psn = rw;
-			progress_made(qp, psn);
+			progress_made(qp, rw);
 			if (qp->retries_left == 0) {
 				fail_wqe(qp, wqe_of_psn(qp, psn),
 					IBV_WC_RETRY_EXC_ERR);
@@ -271,7 +321,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 		else
 			qp->st.nak_op_rx++;
 		if (ack_before(qp, psn, &rw) == 0)
-			progress_made(qp, psn);
+			progress_made(qp, rw);
 		fail_wqe(qp, wqe_of_psn(qp, psn), nak_status(syn));
 		return;
 	default:
@@ -300,7 +350,42 @@ on_empty_resp(struct droce_qp *qp, const struct droce_pkt *pkt,
 		return;
 	}
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
-	progress_made(qp, droce_psn_add(pkt->psn, 1));
+	if (droce_psn_diff(droce_psn_add(pkt->psn, 1), qp->acked) > 0)
+		qp->acked = droce_psn_add(pkt->psn, 1);
+	settle(qp);
+	tp_comp_retire(qp);
+}
+
+/* A response of READ w, placed where its PSN says. */
+static void
+read_resp_placed(struct droce_qp *qp, struct tp_swqe *w,
+		const struct droce_pkt *pkt)
+{
+	uint32_t rw;
+	int rc;
+
+	/* its responses acknowledge every request before the READ */
+	if (ack_before(qp, w->first_psn, &rw)) {
+		lost_response(qp, rw);
+		return;
+	}
+	rc = tp_read_place(qp, w, pkt);
+	if (rc < 0) {
+		fail_wqe(qp, NULL, IBV_WC_SUCCESS);
+		return;
+	}
+	if (rc == 0)
+		return;
+	if (w->rd_got == w->npsn) {
+		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
+		rw = droce_psn_add(w->first_psn, w->npsn);
+		if (droce_psn_diff(rw, qp->acked) > 0)
+			qp->acked = rw;
+	} else if (w->rd_got > w->read_done / qp->mtu) {
+		/* a response after a missing one: ask for the hole */
+		tp_read_hole(qp, w);
+	}
+	settle(qp);
 	tp_comp_retire(qp);
 }
 
@@ -319,6 +404,10 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 	if (w == NULL || !(w->wr_flags & TP_WRF_READ) ||
 			w->state == TP_WQE_DONE) {
 		qp->st.dup_rx++;
+		return;
+	}
+	if (tp_read_tracked(qp, w)) {
+		read_resp_placed(qp, w, pkt);
 		return;
 	}
 	expect = droce_psn_add(w->first_psn, (uint32_t)(w->read_done / qp->mtu));
@@ -355,11 +444,14 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 		return;
 	}
 	w->read_done += pkt->payload_len;
-	progress_made(qp, droce_psn_add(pkt->psn, 1));
+	rw = droce_psn_add(pkt->psn, 1);
 	if (oi->flags & DROCE_OPF_END) {
 		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
-		progress_made(qp, droce_psn_add(w->first_psn, w->npsn));
+		rw = droce_psn_add(w->first_psn, w->npsn);
 	}
+	if (droce_psn_diff(rw, qp->acked) > 0)
+		qp->acked = rw;
+	settle(qp);
 	tp_comp_retire(qp);
 }
 
@@ -390,7 +482,9 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 		return;
 	}
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
-	progress_made(qp, droce_psn_add(pkt->psn, 1));
+	if (droce_psn_diff(droce_psn_add(pkt->psn, 1), qp->acked) > 0)
+		qp->acked = droce_psn_add(pkt->psn, 1);
+	settle(qp);
 	tp_comp_retire(qp);
 }
 

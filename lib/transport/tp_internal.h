@@ -25,6 +25,10 @@
 #define TP_RNR_RETRY_FOREVER	7	/* IBTA: rnr_retry 7 never gives up */
 #define TP_KEY_SLOTS		(1u << 16)
 #define TP_SGE_PIECES		32	/* SGEs a receive resolves in one pass */
+/* READ responses placed by PSN (tp_read.c): a bit per PSN, by psn % this;
+ * READs of up to TP_RD_TRACK PSNs, all within the window of them */
+#define TP_RD_BITS		16384
+#define TP_RD_TRACK		8192
 
 #define TP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -172,7 +176,11 @@ struct tp_swqe {
 	int signaled;
 	int rd_counted;		/* holds a READ/atomic credit */
 	int rd_inflight;	/* its request is out since the last rewind */
-	uint64_t read_done;	/* READ: bytes received */
+	uint64_t read_done;	/* READ: bytes received in a row from 0 */
+	uint32_t rd_got;	/* READ: response PSNs placed (tp_read.c) */
+	uint32_t rr_psn, rr_end;	/* the hole asked for again, [psn, end) */
+	uint64_t rr_at;		/* and when; 0: never */
+	uint8_t rr_need;	/* READ/atomic: its request goes again */
 	uint64_t compare_add;
 	uint64_t swap;
 	uint64_t atomic_orig;
@@ -277,6 +285,8 @@ struct tp_res {
 	uint32_t len;
 	uint32_t cur_psn;	/* next response to send */
 	uint32_t sent;		/* bytes already sent */
+	uint32_t end;		/* where this sending stops: len, or the end
+				 * of the range a duplicate asked for */
 	int pending;		/* responses still to send */
 	/* atomic */
 	uint64_t orig;
@@ -330,6 +340,9 @@ struct droce_qp {
 	uint32_t psn;		/* next PSN to send */
 	uint32_t psn_hw;	/* highest next-PSN ever sent */
 	uint32_t una;		/* oldest unacknowledged PSN */
+	uint32_t acked;		/* every request before it executed, as an
+				 * ACK or a response said (una stops short
+				 * of an answer still missing) */
 	uint64_t cur_off;	/* bytes of sq.cur already sent */
 	uint32_t noack_pkts;
 	uint32_t rd_atomic_out;	/* READ/atomic WQEs outstanding */
@@ -350,6 +363,8 @@ struct droce_qp {
 	uint8_t rto_backoff;
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
 	uint32_t last_acked_psn; /* READ gap already asked for */
+	uint64_t *rd_bits;	/* READ response PSNs placed (TP_RD_BITS) */
+	uint32_t rr_pending;	/* WQEs whose rr_need is set */
 
 	/* responder */
 	struct tp_rq rq;
@@ -681,6 +696,10 @@ void tp_qp_flush(struct droce_qp *qp);
 
 /* tp_req.c */
 int tp_req_progress(struct droce_qp *qp);
+/* w's packet at byte off and PSN psn sent again (a READ asks rd_len
+ * bytes): 1 sent, 0 no room, -1 a local error. */
+int tp_req_resend(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
+		uint32_t psn, uint64_t rd_len);
 void tp_req_timers(struct droce_qp *qp, uint64_t now);
 void tp_req_rewind(struct droce_qp *qp, uint32_t psn);
 void tp_req_loss(struct droce_qp *qp);
@@ -691,6 +710,27 @@ void tp_rto_sent(struct droce_qp *qp, uint32_t psn, uint64_t now);
 void tp_rto_progress(struct droce_qp *qp, uint32_t new_una, uint64_t now);
 void tp_rto_resend(struct droce_qp *qp);
 int tp_rto_expired(struct droce_qp *qp, uint64_t now);
+/* About one round trip and its variation, no floor: how long an answer
+ * asked again may take before it is asked once more. */
+uint64_t tp_rto_rtt_ns(const struct droce_qp *qp);
+
+/* tp_read.c: READ responses placed by PSN, lost answers asked again */
+/* w (READ, atomic, ATOMIC WRITE, FLUSH) goes out for the first time */
+void tp_read_start(struct droce_qp *qp, struct tp_swqe *w);
+/* w's answers are placed by PSN and asked again alone, not by a rewind */
+int tp_read_tracked(const struct droce_qp *qp, const struct tp_swqe *w);
+/* The PSN of w's first missing answer. */
+uint32_t tp_read_missing(const struct droce_qp *qp, const struct tp_swqe *w);
+/* Responses after w's missing one came: ask again (once per round trip). */
+void tp_read_hole(struct droce_qp *qp, struct tp_swqe *w);
+/* A READ response for tracked READ w: 1 placed, 0 duplicate, -1 w
+ * failed (status given). */
+int tp_read_place(struct droce_qp *qp, struct tp_swqe *w,
+		const struct droce_pkt *pkt);
+/* w will be sent again whole (a rewind): forget what was asked. */
+void tp_read_forget(struct droce_qp *qp, struct tp_swqe *w);
+/* Requests asked again (tp_req.c sends them): packets sent. */
+int tp_read_resend(struct droce_qp *qp);
 
 /* tp_comp.c */
 void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);

@@ -242,6 +242,7 @@ qp_reset(struct droce_qp *qp)
 	qp->rq.head = qp->rq.tail = 0;
 	qp->cur_off = 0;
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
+	qp->rr_pending = 0;
 	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 	qp->ack_deadline = qp->rnr_deadline = 0;
 	/* a new connection's round trip is measured anew */
@@ -282,7 +283,7 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		qp->epsn = a->rq_psn & DROCE_PSN_MASK;
 	if (mask & M(SQ_PSN)) {
 		qp->sq_psn = a->sq_psn & DROCE_PSN_MASK;
-		qp->psn = qp->una = qp->psn_hw = qp->sq_psn;
+		qp->psn = qp->una = qp->psn_hw = qp->acked = qp->sq_psn;
 		qp->last_acked_psn = droce_psn_add(qp->sq_psn, DROCE_PSN_MASK);
 	}
 	if (mask & M(TIMEOUT))
@@ -423,6 +424,7 @@ qp_free(struct droce_qp *qp)
 	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
 	free(qp->rx_sges);
+	free(qp->rd_bits);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
 	free(qp->sq.inline_buf);
@@ -493,7 +495,10 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	if (qp->sq.max_inline)
 		qp->sq.inline_buf = malloc((size_t)qp->sq.size *
 			qp->sq.max_inline);
+	if (qp->type == IBV_QPT_RC)
+		qp->rd_bits = calloc(TP_RD_BITS / 64, sizeof(uint64_t));
 	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
+			(qp->type == IBV_QPT_RC && qp->rd_bits == NULL) ||
 			(qp->sq.max_inline && qp->sq.inline_buf == NULL) ||
 			(srq == NULL && tp_rq_init(&qp->rq, cap->max_recv_wr,
 				cap->max_recv_sge) != 0) ||
@@ -649,6 +654,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	tp_raw_free(qp);
 	tp_rq_free(&qp->rq);
 	free(qp->rx_sges);
+	free(qp->rd_bits);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
 	free(qp->sq.inline_buf);

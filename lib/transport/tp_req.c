@@ -72,6 +72,7 @@ tp_req_rewind(struct droce_qp *qp, uint32_t psn)
 			w->rd_inflight = 0;
 			qp->rd_in_flight--;
 		}
+		tp_read_forget(qp, w);
 		if (w->state != TP_WQE_DONE && i != qp->sq.cur)
 			w->state = w->state == TP_WQE_POSTED ? TP_WQE_POSTED :
 				TP_WQE_SENT;
@@ -149,9 +150,16 @@ zc_payload(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 		plen) == 0;
 }
 
-/* Send one packet of the WQE at sq.cur. 1 sent, 0 stalled, -1 WQE failed. */
+/*
+ * The request packet of w at byte off with PSN psn; a READ asks for rd_len
+ * bytes from off; resend: a packet sent before (it asks for an ACK). 1
+ * sent (*plen, *npsn: its payload and PSNs, *last: it ends the message),
+ * 0 no buffer, -1 a local error.
+ */
 static int
-send_one(struct droce_qp *qp, struct tp_swqe *w)
+tx_req(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
+		uint64_t rd_len, int resend, uint32_t *plen_out,
+		uint32_t *npsn_out, int *last_out)
 {
 	const struct tp_wr_opcode_info *wi = &tp_wr_opcode_info[w->opcode];
 	unsigned int f = w->wr_flags;
@@ -161,7 +169,6 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	uint32_t plen = 0, npsn_pkt = 1, cap;
 	uint8_t *buf;
 	int hlen, rc;
-	uint64_t off = qp->cur_off;
 	int first, last;
 
 	cap = DROCE_MAX_HDR_LEN + qp->mtu + 8;
@@ -177,7 +184,7 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		p.ackreq = 0;
 	}
 	p.dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
-	p.psn = qp->psn;
+	p.psn = psn;
 	if (f & TP_WRF_PAYLOAD) {	/* SEND, WRITE: the common case first */
 		first = off == 0;
 		plen = w->length - off > qp->mtu ? qp->mtu :
@@ -210,13 +217,14 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 				p.se = 1;
 		}
 		if (qp->type == IBV_QPT_RC)
-			p.ackreq = last || ++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
+			p.ackreq = last || resend ||
+				++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
 	} else if (f & TP_WRF_READ) {
 		p.opcode = wi->pkt[TP_SEG_ONLY];
 		p.reth_va = w->remote_addr + off;
 		p.reth_rkey = w->rkey;
-		p.reth_len = (uint32_t)(w->length - off);
-		npsn_pkt = tp_msg_npsn(qp, w->length - off);
+		p.reth_len = (uint32_t)rd_len;
+		npsn_pkt = tp_msg_npsn(qp, rd_len);
 		p.ackreq = 1;
 		last = 1;
 	} else if (f & TP_WRF_ATOMIC_WRITE) {
@@ -249,7 +257,7 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		p.ackreq = 1;
 		last = 1;
 	}
-	if (p.ackreq)
+	if (p.ackreq && !resend)
 		qp->noack_pkts = 0;
 	if (qp->xrc) {	/* RC's opcode over XRC, and the target's SRQ */
 		p.opcode |= DROCE_TRANSPORT_XRC;
@@ -276,6 +284,47 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		tp_tx_done(qp, b, flen);
 	}
 
+	*plen_out = plen;
+	*npsn_out = npsn_pkt;
+	*last_out = last;
+	return 1;
+}
+
+int
+tp_req_resend(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
+		uint32_t psn, uint64_t rd_len)
+{
+	uint32_t plen, npsn;
+	int last, rc;
+
+	rc = tx_req(qp, w, off, psn, rd_len, 1, &plen, &npsn, &last);
+	if (rc <= 0)
+		return rc;
+	qp->st.retransmits++;
+	qp->st.resent_pkts++;
+	/* Karn: an answer now may be to either sending */
+	tp_rto_resend(qp);
+	if (qp->ack_deadline == 0 && qp->timeout) {
+		qp->ack_deadline = qp->queue->now + tp_rto_ns(qp);
+		qp->retry_mark = qp->queue->now;
+	}
+	return 1;
+}
+
+/* Send one packet of the WQE at sq.cur. 1 sent, 0 stalled, -1 WQE failed. */
+static int
+send_one(struct droce_qp *qp, struct tp_swqe *w)
+{
+	unsigned int f = w->wr_flags;
+	struct droce_tp_queue *q = qp->queue;
+	uint32_t plen, npsn_pkt;
+	uint64_t off = qp->cur_off;
+	int last, rc;
+
+	rc = tx_req(qp, w, off, qp->psn, (f & TP_WRF_READ) ? w->length - off : 0,
+		0, &plen, &npsn_pkt, &last);
+	if (rc <= 0)
+		return rc;
 	if (w->state == TP_WQE_POSTED) {
 		w->first_psn = qp->psn;
 		/* a READ takes a PSN per response; an atomic and a UD
@@ -284,6 +333,8 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 			(qp->type == IBV_QPT_UD && !(f & TP_WRF_READ)) ?
 			1 : tp_msg_npsn(qp, w->length);
 		w->state = TP_WQE_SENDING;
+		if (f & TP_WRF_CREDIT)
+			tp_read_start(qp, w);
 	}
 	/* a READ or atomic holds a credit until it completes, and a place in
 	 * the window while its request is out */
@@ -346,6 +397,12 @@ tp_req_progress(struct droce_qp *qp)
 		return 0;
 	if (qp->rnr_deadline)
 		return 0;
+	/* answers asked again alone first: they hold the window */
+	if (qp->rr_pending) {
+		sent = tp_read_resend(qp);
+		if (qp->state == IBV_QPS_ERR)
+			return sent;
+	}
 	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue)) {
 		struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.cur);
 
@@ -354,6 +411,8 @@ tp_req_progress(struct droce_qp *qp)
 				w->state == TP_WQE_POSTED)
 			break;
 		if (w->state == TP_WQE_DONE) {	/* completed during a rewind */
+			if (w->npsn)
+				qp->psn = droce_psn_add(w->first_psn, w->npsn);
 			qp->sq.cur++;
 			qp->cur_off = 0;
 			continue;

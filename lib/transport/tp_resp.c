@@ -462,7 +462,7 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->last_psn = droce_psn_add(pkt->psn, npsn - 1);
 	r->va = pkt->reth_va;
 	r->rkey = pkt->reth_rkey;
-	r->len = pkt->reth_len;
+	r->len = r->end = pkt->reth_len;
 	r->cur_psn = pkt->psn;
 	r->sent = 0;
 	tp_res_set_pending(qp, r);
@@ -632,6 +632,7 @@ static void
 replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
 	unsigned int i;
+	uint64_t off;
 
 	for (i = 0; i < tp_res_count(qp); i++) {
 		struct tp_res *r = &qp->res[i];
@@ -666,13 +667,23 @@ replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		d = droce_psn_diff(pkt->psn, r->first_psn);
 		if (d < 0 || droce_psn_diff(r->last_psn, pkt->psn) < 0)
 			continue;
-		/* must ask for a part of the original, under the same key */
+		/*
+		 * must ask for a part of the original, under the same key,
+		 * from its PSN's place: to the end, or whole MTUs (the
+		 * requester asks again for a hole it found, tp_read.c)
+		 */
+		off = (uint64_t)d * qp->mtu;
 		if (pkt->reth_rkey != r->rkey || pkt->reth_va < r->va ||
-				pkt->reth_va - r->va != (uint64_t)d * qp->mtu ||
-				pkt->reth_len != r->len - (uint32_t)d * qp->mtu)
+				pkt->reth_va - r->va != off ||
+				pkt->reth_len > r->len - off ||
+				(pkt->reth_len != r->len - off &&
+				(pkt->reth_len == 0 ||
+				pkt->reth_len % qp->mtu != 0)))
 			continue;
+		/* a newer duplicate takes the place of the replay going */
 		r->cur_psn = pkt->psn;
-		r->sent = (uint32_t)d * qp->mtu;
+		r->sent = (uint32_t)off;
+		r->end = (uint32_t)(off + pkt->reth_len);
 		tp_res_set_pending(qp, r);
 		qp->res_replayed = 1;
 		qp->st.read_replays++;

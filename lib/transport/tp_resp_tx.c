@@ -109,7 +109,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 	int hlen, first, last;
 
 	if (!r->is_atomic) {
-		plen = r->len - r->sent > qp->mtu ? qp->mtu : r->len - r->sent;
+		plen = r->end - r->sent > qp->mtu ? qp->mtu : r->end - r->sent;
 		/* the key's memory now, not when the READ came: it may
 		 * have gone since */
 		if (plen && (src = tp_rkey_resolve(qp, r->rkey, r->va + r->sent,
@@ -133,7 +133,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		tp_res_clear_pending(qp, r);
 	} else {
 		first = r->sent == 0;
-		last = r->sent + plen >= r->len;
+		last = r->sent + plen >= r->end;
 		p.opcode = first && last ? DROCE_OP_RC_READ_RESP_ONLY :
 			first ? DROCE_OP_RC_READ_RESP_FIRST :
 			last ? DROCE_OP_RC_READ_RESP_LAST :
@@ -152,7 +152,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 	if (!r->is_atomic) {
 		r->sent += plen;
 		r->cur_psn = droce_psn_add(r->cur_psn, 1);
-		if (r->sent >= r->len)
+		if (r->sent >= r->end)
 			tp_res_clear_pending(qp, r);
 	}
 	return 1;

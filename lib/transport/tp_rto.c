@@ -108,3 +108,11 @@ tp_rto_expired(struct droce_qp *qp, uint64_t now)
 	qp->retry_mark = now;
 	return 1;
 }
+
+uint64_t
+tp_rto_rtt_ns(const struct droce_qp *qp)
+{
+	if (qp->srtt_ns == 0)
+		return tp_rto_ns(qp);
+	return qp->srtt_ns + 4 * qp->rttvar_ns;
+}
