@@ -214,6 +214,10 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	c->rxe_flush_icrc = v != NULL && strcmp(v, "1") == 0;
 	v = droce_conf_get("DROCE_RTO_MIN_US");
 	c->rto_min_us = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
+	v = droce_conf_get("DROCE_SELECTIVE_REPEAT");
+	c->selective_repeat = v != NULL && strcmp(v, "1") == 0;
+	v = droce_conf_get("DROCE_SR_WINDOW");
+	c->sr_window = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }
 
 static void
@@ -272,6 +276,8 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 	pc->tx_zc_min = c->zc_min;
 	pc->rxe_flush_icrc = (uint8_t)c->rxe_flush_icrc;
 	pc->rto_min_us = c->rto_min_us;
+	pc->selective_repeat = (uint8_t)c->selective_repeat;
+	pc->sr_window = c->sr_window;
 	pc->name = c->name;
 	fault_parse(c->fault, &pc->fault_rx, 1);
 	fault_parse(c->fault_tx, &pc->fault_tx, 2);

@@ -327,6 +327,8 @@ dev_create(struct droce_port *p)
 	dc.seed = rte_get_tsc_cycles() ^ (uint64_t)getpid() << 32;
 	dc.rxe_flush_icrc = p->conf.rxe_flush_icrc;
 	dc.rto_min_us = p->conf.rto_min_us;
+	dc.selective_repeat = p->conf.selective_repeat;
+	dc.sr_window = p->conf.sr_window;
 	p->dev = droce_dev_create(&dc);
 	if (p->dev == NULL)
 		return -1;

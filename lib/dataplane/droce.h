@@ -90,6 +90,10 @@ struct droce_port_conf {
 	/** The retransmission timer's floor in microseconds (0: 1000;
 	 *  droce_dev_conf.rto_min_us). */
 	uint32_t rto_min_us;
+	/** Selective repeat for every RC QP, and its window (0: 1024;
+	 *  droce_dev_conf.selective_repeat, sr_window). */
+	uint8_t selective_repeat;
+	uint32_t sr_window;
 	/**
 	 * IPv4 header checksum offload on transmit, where the PMD has it
 	 * (RTE_ETH_TX_OFFLOAD_IPV4_CKSUM) and droce configured the port.

@@ -119,6 +119,18 @@ struct droce_dev_conf {
 	 *  sooner than this nor later than the QP's local ACK timeout; a
 	 *  floor at or above that timeout gives IBTA's fixed timer. */
 	uint32_t rto_min_us;
+	/** Selective repeat (doc/transport.md) for every RC QP: set it only
+	 *  where every peer is droce with it set too (the other end must
+	 *  hold and acknowledge out-of-order requests; a standard peer
+	 *  cannot). 0: go-back-N, as IBTA; droce_qp_set_sr chooses per QP. */
+	uint8_t selective_repeat;
+	/** Selective repeat's window: PSNs between the oldest unacknowledged
+	 *  and the next sent, and out-of-order requests a responder holds
+	 *  (a copy each, window x path MTU bytes once it holds any), 64 to
+	 *  4096, rounded up to a power of 2 (0: 1024: 1 MB of 1 KB packets,
+	 *  eight bandwidth-delay products of 100 Gbit/s at 10 us, so that
+	 *  sending goes on while a loss is repaired) */
+	uint32_t sr_window;
 };
 
 /** Creates a device. NULL and errno on failure. */
@@ -616,6 +628,13 @@ struct droce_ah *droce_ah_from_ibv(struct ibv_ah *ah);
  * async events name droce objects, and this maps them back.
  */
 void droce_qp_set_user(struct droce_qp *qp, void *user);
+/** Selective repeat on (1) or off (0) for an RC QP, in RESET or INIT
+ *  (before its connection carries anything): both ends must agree, as
+ *  an exchange such as rdma_cm's private data says (doc/transport.md).
+ *  0, or -EINVAL (not RC, XRC, or later than INIT). */
+int droce_qp_set_sr(struct droce_qp *qp, int on);
+/** Whether selective repeat is on for qp. */
+int droce_qp_sr(const struct droce_qp *qp);
 void *droce_qp_user(const struct droce_qp *qp);
 void droce_cq_set_user(struct droce_cq *cq, void *user);
 void *droce_cq_user(const struct droce_cq *cq);

@@ -211,9 +211,8 @@ settle(struct droce_qp *qp)
 		progress_made(qp, rw);
 }
 
-/* The WQE that holds psn, or NULL. */
-static struct tp_swqe *
-wqe_of_psn(struct droce_qp *qp, uint32_t psn)
+struct tp_swqe *
+tp_wqe_of_psn(struct droce_qp *qp, uint32_t psn)
 {
 	uint32_t i;
 
@@ -266,6 +265,8 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			break;
 		}
 		progress_made(qp, rw);
+		if (qp->sr && pkt->payload_len)
+			tp_sr_sack_rx(qp, pkt);
 		break;
 	case DROCE_AETH_TYPE_RNR:
 		qp->st.rnr_nak_rx++;
@@ -281,7 +282,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 		progress_made(qp, rw);
 		if (qp->rnr_retry != TP_RNR_RETRY_FOREVER) {
 			if (qp->rnr_left == 0) {
-				fail_wqe(qp, wqe_of_psn(qp, psn),
+				fail_wqe(qp, tp_wqe_of_psn(qp, psn),
 					IBV_WC_RNR_RETRY_EXC_ERR);
 				return;
 			}
@@ -305,7 +306,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 				psn = rw;
 			progress_made(qp, rw);
 			if (qp->retries_left == 0) {
-				fail_wqe(qp, wqe_of_psn(qp, psn),
+				fail_wqe(qp, tp_wqe_of_psn(qp, psn),
 					IBV_WC_RETRY_EXC_ERR);
 				return;
 			}
@@ -322,7 +323,7 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			qp->st.nak_op_rx++;
 		if (ack_before(qp, psn, &rw) == 0)
 			progress_made(qp, rw);
-		fail_wqe(qp, wqe_of_psn(qp, psn), nak_status(syn));
+		fail_wqe(qp, tp_wqe_of_psn(qp, psn), nak_status(syn));
 		return;
 	default:
 		return;	/* reserved syndrome: ignore */
@@ -393,7 +394,7 @@ static void
 on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
 	const struct droce_opcode_info *oi = &droce_opcode_info[pkt->opcode];
-	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
+	struct tp_swqe *w = tp_wqe_of_psn(qp, pkt->psn);
 	uint32_t expect, rw;
 
 	if (w != NULL && (w->wr_flags & TP_WRF_EMPTY_RESP) &&
@@ -458,7 +459,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 static void
 on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
-	struct tp_swqe *w = wqe_of_psn(qp, pkt->psn);
+	struct tp_swqe *w = tp_wqe_of_psn(qp, pkt->psn);
 	uint32_t rw;
 
 	if (DROCE_AETH_TYPE(pkt->aeth_syndrome) != DROCE_AETH_TYPE_ACK) {

@@ -362,9 +362,27 @@ struct droce_qp {
 	uint8_t rtt_timing;
 	uint8_t rto_backoff;
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
+	/* a packet sent again alone is sent once more if its answer has not
+	 * come a round trip later (tp_req_probe), 0 = none */
+	uint64_t probe_deadline;
+	uint32_t probe_una;	/* una when it was set */
 	uint32_t last_acked_psn; /* READ gap already asked for */
 	uint64_t *rd_bits;	/* READ response PSNs placed (TP_RD_BITS) */
 	uint32_t rr_pending;	/* WQEs whose rr_need is set */
+
+	/* selective repeat (tp_sr.c): on, and its window (PSNs, a power
+	 * of 2); the requester's resend time of each PSN in it (by psn %
+	 * sr_win, 0: never resent) and the PSNs to send again */
+	uint8_t sr;
+	uint32_t sr_win;
+	uint64_t *sr_at;
+	uint64_t *sr_need;
+	uint32_t sr_nneed;
+	uint32_t sr_hi;		/* after the highest PSN a SACK said held */
+	/* the responder's requests held out of order (by psn % sr_win),
+	 * how many, and a selective acknowledgement is due */
+	struct tp_sr_slot *sr_slot;
+	uint32_t sr_held;
 
 	/* responder */
 	struct tp_rq rq;
@@ -723,6 +741,8 @@ int tp_read_tracked(const struct droce_qp *qp, const struct tp_swqe *w);
 uint32_t tp_read_missing(const struct droce_qp *qp, const struct tp_swqe *w);
 /* Responses after w's missing one came: ask again (once per round trip). */
 void tp_read_hole(struct droce_qp *qp, struct tp_swqe *w);
+/* w's request goes again (its first hole, for a READ answered in part). */
+void tp_read_ask(struct droce_qp *qp, struct tp_swqe *w);
 /* A READ response for tracked READ w: 1 placed, 0 duplicate, -1 w
  * failed (status given). */
 int tp_read_place(struct droce_qp *qp, struct tp_swqe *w,
@@ -732,7 +752,39 @@ void tp_read_forget(struct droce_qp *qp, struct tp_swqe *w);
 /* Requests asked again (tp_req.c sends them): packets sent. */
 int tp_read_resend(struct droce_qp *qp);
 
+/* tp_sr.c: selective repeat */
+#define TP_SACK_MAGIC	0x44525341u	/* "DRSA" */
+#define TP_SACK_MAX	(8 + 4096 / 8)	/* payload bytes at most */
+int tp_sr_init(struct droce_qp *qp);
+void tp_sr_free(struct droce_qp *qp);
+void tp_sr_reset(struct droce_qp *qp);
+/* Responder: a request ahead of epsn: held (1) or dropped (0). */
+int tp_sr_hold(struct droce_qp *qp, const struct droce_pkt *pkt);
+/* The held request at epsn, taken (its pkt valid until the next call),
+ * or NULL. */
+const struct droce_pkt *tp_sr_take(struct droce_qp *qp);
+/* The selective acknowledgement's payload into p (TP_SACK_MAX): its
+ * length, 0 when nothing is held. */
+uint32_t tp_sr_sack_fill(const struct droce_qp *qp, uint8_t *p);
+/* Requester: a selective acknowledgement came (after its ACK part). */
+void tp_sr_sack_rx(struct droce_qp *qp, const struct droce_pkt *pkt);
+/* A PSN to send again alone (force: even if resent within a round
+ * trip). */
+void tp_sr_need(struct droce_qp *qp, uint32_t psn, int force);
+/* A new PSN leaves. */
+static inline void
+tp_sr_sent(struct droce_qp *qp, uint32_t psn)
+{
+	qp->sr_at[psn & (qp->sr_win - 1)] = 0;
+}
+/* The PSNs asked for go again: packets sent. */
+int tp_sr_resend(struct droce_qp *qp);
+/* The retransmission timer fired. */
+void tp_sr_timeout(struct droce_qp *qp);
+
 /* tp_comp.c */
+/* The WQE that holds psn, or NULL. */
+struct tp_swqe *tp_wqe_of_psn(struct droce_qp *qp, uint32_t psn);
 void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
 void tp_comp_retire(struct droce_qp *qp);
 void tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt);

@@ -243,8 +243,9 @@ qp_reset(struct droce_qp *qp)
 	qp->cur_off = 0;
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
 	qp->rr_pending = 0;
+	tp_sr_reset(qp);
 	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
-	qp->ack_deadline = qp->rnr_deadline = 0;
+	qp->ack_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
 	/* a new connection's round trip is measured anew */
 	qp->srtt_ns = qp->rttvar_ns = 0;
 	qp->rto_hw = 0;
@@ -425,6 +426,7 @@ qp_free(struct droce_qp *qp)
 	tp_rq_free(&qp->rq);
 	free(qp->rx_sges);
 	free(qp->rd_bits);
+	tp_sr_free(qp);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
 	free(qp->sq.inline_buf);
@@ -495,10 +497,13 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	if (qp->sq.max_inline)
 		qp->sq.inline_buf = malloc((size_t)qp->sq.size *
 			qp->sq.max_inline);
-	if (qp->type == IBV_QPT_RC)
+	if (qp->type == IBV_QPT_RC) {
 		qp->rd_bits = calloc(TP_RD_BITS / 64, sizeof(uint64_t));
+		qp->sr = !xrc && dev->conf.selective_repeat;
+	}
 	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
-			(qp->type == IBV_QPT_RC && qp->rd_bits == NULL) ||
+			(qp->type == IBV_QPT_RC && (qp->rd_bits == NULL ||
+			tp_sr_init(qp) != 0)) ||
 			(qp->sq.max_inline && qp->sq.inline_buf == NULL) ||
 			(srq == NULL && tp_rq_init(&qp->rq, cap->max_recv_wr,
 				cap->max_recv_sge) != 0) ||
@@ -655,6 +660,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	tp_rq_free(&qp->rq);
 	free(qp->rx_sges);
 	free(qp->rd_bits);
+	tp_sr_free(qp);
 	free(qp->sq.wqe);
 	free(qp->sq.sges);
 	free(qp->sq.inline_buf);
@@ -704,7 +710,7 @@ tp_qp_flush(struct droce_qp *qp)
 	}
 	qp->sq.cur = qp->sq.head;
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
-	qp->ack_deadline = qp->rnr_deadline = 0;
+	qp->ack_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
 	if (qp->rx_have_wqe && qp->rcq != NULL) {
 		qp->rx_have_wqe = 0;
 		memset(&wc, 0, sizeof(wc));

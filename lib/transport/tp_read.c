@@ -120,6 +120,13 @@ tp_read_hole(struct droce_qp *qp, struct tp_swqe *w)
 }
 
 void
+tp_read_ask(struct droce_qp *qp, struct tp_swqe *w)
+{
+	if (w->state != TP_WQE_DONE)
+		need(qp, w);
+}
+
+void
 tp_read_forget(struct droce_qp *qp, struct tp_swqe *w)
 {
 	if (w->rr_need) {

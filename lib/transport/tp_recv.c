@@ -88,6 +88,16 @@ gid_ours(struct droce_tp_queue *q, const uint8_t gid[16])
 	return 0;
 }
 
+/* A selective acknowledgement (tp_sr.c): an ACK with a payload, taken
+ * only by a QP with selective repeat on. */
+static inline int
+sack_ok(const struct droce_qp *qp, const struct droce_pkt *pkt, int rc)
+{
+	return qp->sr && rc == DROCE_WIRE_ELENGTH &&
+		pkt->opcode == DROCE_OP_RC_ACK && pkt->padcnt == 0 &&
+		pkt->payload_len <= TP_SACK_MAX;
+}
+
 static void
 rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 {
@@ -155,7 +165,7 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	}
 	if (qp->type != IBV_QPT_UD && pkt.payload_len > qp->mtu)
 		len_bad = 1;
-	if (len_bad) {
+	if (len_bad && !sack_ok(qp, &pkt, rc)) {
 		/* Only an RC responder has a way to say so (C9-92). */
 		if (qp->type != IBV_QPT_RC ||
 				(droce_opcode_info[pkt.opcode].flags & DROCE_OPF_RESP)) {
@@ -254,7 +264,8 @@ droce_tp_queue_busy(const struct droce_tp_queue *q)
 		if (tp_resp_busy(qp))
 			return true;
 		if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
-				qp->sq.cur != qp->sq.head && !qp->rnr_deadline)
+				(qp->sq.cur != qp->sq.head || qp->sr_nneed ||
+				qp->rr_pending) && !qp->rnr_deadline)
 			return true;
 	}
 	return false;
@@ -273,6 +284,8 @@ droce_tp_next_deadline(const struct droce_tp_queue *q)
 			t = qp->ack_deadline;
 		if (qp->rnr_deadline && qp->rnr_deadline < t)
 			t = qp->rnr_deadline;
+		if (qp->probe_deadline && qp->probe_deadline < t)
+			t = qp->probe_deadline;
 		if (qp->ack_pending && qp->ack_hold && qp->ack_hold < t)
 			t = qp->ack_hold;
 	}

@@ -304,6 +304,10 @@ tp_req_resend(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 	qp->st.resent_pkts++;
 	/* Karn: an answer now may be to either sending */
 	tp_rto_resend(qp);
+	if (qp->probe_deadline == 0) {
+		qp->probe_deadline = qp->queue->now + tp_rto_rtt_ns(qp);
+		qp->probe_una = qp->una;
+	}
 	if (qp->ack_deadline == 0 && qp->timeout) {
 		qp->ack_deadline = qp->queue->now + tp_rto_ns(qp);
 		qp->retry_mark = qp->queue->now;
@@ -355,6 +359,8 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 		}
 		tp_rto_sent(qp, qp->psn, q->now);
 	}
+	if (qp->sr && droce_psn_diff(qp->psn, qp->psn_hw) >= 0)
+		tp_sr_sent(qp, qp->psn);
 	qp->psn = droce_psn_add(qp->psn, npsn_pkt);
 	if (droce_psn_diff(qp->psn, qp->psn_hw) > 0)
 		qp->psn_hw = qp->psn;
@@ -397,9 +403,11 @@ tp_req_progress(struct droce_qp *qp)
 		return 0;
 	if (qp->rnr_deadline)
 		return 0;
-	/* answers asked again alone first: they hold the window */
+	/* what is asked again alone first: it holds the window */
+	if (qp->sr_nneed)
+		sent += tp_sr_resend(qp);
 	if (qp->rr_pending) {
-		sent = tp_read_resend(qp);
+		sent += tp_read_resend(qp);
 		if (qp->state == IBV_QPS_ERR)
 			return sent;
 	}
@@ -440,8 +448,8 @@ tp_req_progress(struct droce_qp *qp)
 					(!w->rd_inflight &&
 					qp->rd_in_flight >= qp->rd_cwnd)))
 				break;
-			if (droce_psn_diff(qp->psn, qp->una) >=
-					TP_MAX_UNACKED_PSNS)
+			if (droce_psn_diff(qp->psn, qp->una) >= (qp->sr ?
+					(int32_t)qp->sr_win : TP_MAX_UNACKED_PSNS))
 				break;
 		}
 		/*
@@ -472,7 +480,42 @@ tp_req_progress(struct droce_qp *qp)
 	}
 	if (qp->type != IBV_QPT_RC)
 		tp_comp_retire(qp);
+	/* selective repeat with nothing more to send: a probe a round trip
+	 * from now unless the acknowledgements move */
+	if (qp->sr && droce_psn_diff(qp->una, qp->psn_hw) < 0) {
+		uint64_t t = qp->queue->now + tp_rto_rtt_ns(qp);
+
+		/* (sooner, once the first round trip is measured) */
+		if (qp->probe_deadline == 0 || qp->probe_deadline > t) {
+			qp->probe_deadline = t;
+			qp->probe_una = qp->una;
+		}
+	}
 	return sent;
+}
+
+/*
+ * What was sent again alone a round trip ago and is still unanswered is
+ * lost again: send it once more now rather than wait for the timer (a
+ * full window sends nothing new, so no later packet would show it).
+ */
+static void
+tp_req_probe(struct droce_qp *qp, uint64_t now)
+{
+	uint64_t rtt = tp_rto_rtt_ns(qp);
+	uint32_t i;
+
+	/* selective repeat: the oldest, if nothing moved since (a tail
+	 * lost, or the ACK of it: nothing later shows it) */
+	if (qp->sr && qp->una == qp->probe_una &&
+			droce_psn_diff(qp->una, qp->psn_hw) < 0)
+		tp_sr_need(qp, qp->una, 0);
+	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
+		struct tp_swqe *w = tp_sq_wqe(qp, i);
+
+		if (w->rr_at && w->state != TP_WQE_DONE && now - w->rr_at >= rtt)
+			tp_read_hole(qp, w);
+	}
 }
 
 void
@@ -483,6 +526,10 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 		return;
 	if (qp->rnr_deadline && now >= qp->rnr_deadline)
 		qp->rnr_deadline = 0;
+	if (qp->probe_deadline && now >= qp->probe_deadline) {
+		qp->probe_deadline = 0;
+		tp_req_probe(qp, now);
+	}
 	if (qp->ack_deadline && now >= qp->ack_deadline) {
 		if (qp->una == qp->psn_hw && qp->sq.tail == qp->sq.cur) {
 			qp->ack_deadline = 0;
@@ -499,9 +546,14 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 			}
 			qp->retries_left--;
 		}
-		qp->st.retransmits++;
-		tp_req_loss(qp);
-		tp_req_rewind(qp, qp->una);
+		if (qp->sr) {
+			/* the oldest alone, and what no SACK spoke of */
+			tp_sr_timeout(qp);
+		} else {
+			qp->st.retransmits++;
+			tp_req_loss(qp);
+			tp_req_rewind(qp, qp->una);
+		}
 		qp->ack_deadline = now + tp_rto_ns(qp);
 	}
 }

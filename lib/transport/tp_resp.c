@@ -765,13 +765,30 @@ uc_rx(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f,
 		exec_write(qp, pkt, f);
 }
 
+static void rc_rx(struct droce_qp *qp, const struct droce_pkt *pkt,
+		int len_bad);
+
+/* Selective repeat: the requests held after the gap, now in order. */
+static void
+sr_drain(struct droce_qp *qp)
+{
+	const struct droce_pkt *p;
+	int n = 0;
+
+	while (!qp->rx_err && (p = tp_sr_take(qp)) != NULL) {
+		rc_rx(qp, p, 0);
+		n++;
+	}
+	if (n)
+		queue_ack(qp, droce_psn_add(qp->epsn, DROCE_PSN_MASK),
+			DROCE_AETH_ACK_NOCREDIT);
+}
+
 void
 tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 		const uint8_t *frame, int len_bad)
 {
-	const struct droce_opcode_info *oi = &droce_opcode_info[pkt->opcode];
-	unsigned int f = oi->flags;
-	int32_t d;
+	unsigned int f = droce_opcode_info[pkt->opcode].flags;
 
 	if (qp->state != IBV_QPS_RTR && qp->state != IBV_QPS_RTS &&
 			qp->state != IBV_QPS_SQD && qp->state != IBV_QPS_SQE) {
@@ -788,11 +805,29 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 		uc_rx(qp, pkt, f, len_bad);
 		return;
 	}
+	rc_rx(qp, pkt, len_bad);
+	if (qp->sr_held)
+		sr_drain(qp);
+}
 
-	/* RC: the PSN first (a sequence error is class B, no QP error) */
+/* An RC request. */
+static void
+rc_rx(struct droce_qp *qp, const struct droce_pkt *pkt, int len_bad)
+{
+	unsigned int f = droce_opcode_info[pkt->opcode].flags;
+	int32_t d;
+
+	/* the PSN first (a sequence error is class B, no QP error) */
 	d = droce_psn_diff(pkt->psn, qp->epsn);
 	if (d > 0) {
 		qp->st.out_of_seq_rx++;
+		/* selective repeat: held until the gap fills, and a
+		 * selective acknowledgement says so (tp_sr.c) */
+		if (qp->sr && !len_bad && tp_sr_hold(qp, pkt)) {
+			queue_ack(qp, droce_psn_add(qp->epsn, DROCE_PSN_MASK),
+				DROCE_AETH_ACK_NOCREDIT);
+			return;
+		}
 		if (!qp->nak_sent) {
 			qp->nak_sent = 1;
 			queue_ack(qp, qp->epsn, DROCE_AETH_NAK_PSN_SEQ);

@@ -20,10 +20,11 @@ send_ack(struct droce_qp *qp)
 	struct droce_tp_queue *q = qp->queue;
 	struct droce_txbuf *b;
 	struct droce_pkt p;	/* BTH and AETH: the rest is qp->htmpl */
-	uint8_t *buf;
+	uint8_t *buf, sack[TP_SACK_MAX];
+	uint32_t slen = 0;
 	int hlen;
 
-	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + 8, &b);
+	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + 8 + TP_SACK_MAX, &b);
 	if (buf == NULL)
 		return 0;
 	p.se = 0;
@@ -33,8 +34,17 @@ send_ack(struct droce_qp *qp)
 	p.psn = qp->ack_psn;
 	p.aeth_syndrome = qp->ack_syndrome;
 	p.aeth_msn = qp->msn;
-	p.payload_len = 0;
+	/* selective repeat, requests held: the bitmap, after the last
+	 * PSN in order as it is now */
+	if (qp->sr_held && !qp->ack_is_nak &&
+			(slen = tp_sr_sack_fill(qp, sack)) != 0) {
+		p.psn = droce_psn_add(qp->epsn, DROCE_PSN_MASK);
+		qp->st.sack_tx++;
+	}
+	p.payload_len = slen;
 	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
+	if (slen)
+		memcpy(buf + hlen, sack, slen);
 	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
 	if (!qp->ack_is_nak)
 		qp->st.acks_tx++;

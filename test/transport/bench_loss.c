@@ -15,7 +15,7 @@
  *   droce-loss-bench [--op write,send,read] [--gbps 25,100]
  *       [--loss 1/N|N%|ppm,...] [--size B] [--depth N] [--msgs N]
  *       [--rtt-us N] [--timeout T] [--rto-min-us US] [--mtu 1024]
- *       [--csv FILE]
+ *       [--sr 0|1] [--sr-window N] [--csv FILE]
  */
 
 #include <getopt.h>
@@ -31,6 +31,7 @@ struct opts {
 	const char *gbps;
 	const char *loss;
 	uint32_t size, depth, msgs, rtt_us, timeout, mtu, rto_min_us;
+	uint32_t sr, sr_window;
 	FILE *csv;
 };
 
@@ -101,6 +102,8 @@ run_one(const struct opts *o, enum bench_op op, uint64_t gbps,
 
 	memset(r, 0, sizeof(*r));
 	fl_rto_min_us = o->rto_min_us;
+	fl_sr = (uint8_t)o->sr;
+	fl_sr_window = o->sr_window;
 	fl_init(&l, 1000 + loss_ppm, 1500);
 	l.delay_ns = (uint64_t)o->rtt_us * 1000 / 2;
 	fl_set_rate(&l, gbps * 1000000000ull, 5000);
@@ -277,7 +280,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: droce-loss-bench [--op write,send,read] "
 		"[--gbps 25,100] [--loss 1/N|N%%|ppm,...] [--size B] [--depth N] "
-		"[--msgs N] [--rtt-us N] [--timeout T] [--rto-min-us US] "
+		"[--msgs N] [--rtt-us N] [--timeout T] [--rto-min-us US] [--sr 0|1] [--sr-window N] "
 		"[--mtu M] [--csv FILE]\n");
 	exit(2);
 }
@@ -297,6 +300,8 @@ main(int argc, char **argv)
 		{ "mtu", required_argument, NULL, 'm' },
 		{ "csv", required_argument, NULL, 'c' },
 		{ "rto-min-us", required_argument, NULL, 'R' },
+		{ "sr", required_argument, NULL, 'S' },
+		{ "sr-window", required_argument, NULL, 'W' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct opts o = { .ops = "write,send,read", .gbps = "25,100",
@@ -317,6 +322,10 @@ main(int argc, char **argv)
 		case 'r': o.rtt_us = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 't': o.timeout = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'm': o.mtu = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'S': o.sr = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'W':
+			o.sr_window = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'R':
 			o.rto_min_us = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
@@ -340,11 +349,12 @@ main(int argc, char **argv)
 		usage();
 	printf("RC, %u B messages, %u in flight, %u each run, MTU %u, "
 		"round trip %u us, local ACK timeout %u (%.1f ms), timer "
-		"floor %u us; loss each way; goodput in Gbit/s (of-0: of the "
+		"floor %u us, %s; loss each way; goodput in Gbit/s (of-0: of the "
 		"lossless run), ampl: data frames sent per frame needed\n",
 		o.size, o.depth, o.msgs, o.mtu, o.rtt_us, o.timeout,
 		4.096e-3 * (double)(1ull << o.timeout),
-		o.rto_min_us ? o.rto_min_us : 1000);
+		o.rto_min_us ? o.rto_min_us : 1000,
+		o.sr ? "selective repeat" : "go-back-N");
 	print_head();
 	ops = strdup(o.ops);
 	for (op = strtok_r(ops, ",", &sp1); op; op = strtok_r(NULL, ",", &sp1)) {

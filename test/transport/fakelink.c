@@ -11,6 +11,8 @@
 #define FL_CAP 10240
 
 uint32_t fl_rto_min_us;
+uint8_t fl_sr;
+uint32_t fl_sr_window;
 
 uint64_t
 fl_rand(struct fakelink *l)
@@ -347,6 +349,8 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 		conf.gids[1].valid = 1;
 		conf.seed = seed * 2 + (uint64_t)s + 1;
 		conf.rto_min_us = fl_rto_min_us;
+		conf.selective_repeat = fl_sr;
+		conf.sr_window = fl_sr_window;
 		e->dev = droce_dev_create(&conf);
 		if (e->dev == NULL)
 			return -errno;

@@ -88,6 +88,9 @@ struct fakelink {
 /* The devices fl_init creates take this retransmission floor
  * (droce_dev_conf.rto_min_us; 0: the transport's default). */
 extern uint32_t fl_rto_min_us;
+/* and selective repeat for their RC QPs, its window (0: default) */
+extern uint8_t fl_sr;
+extern uint32_t fl_sr_window;
 
 /* Two devices, one queue each, 10.0.0.1 and 10.0.0.2, MTU eth_mtu. */
 int fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu);

@@ -393,6 +393,8 @@ main(int argc, char **argv)
 	int c, s, dir, stuck = 0;
 	struct droce_tp_stats st[2];
 
+	/* TP_SOAK_SR=1: selective repeat on both ends */
+	fl_sr = getenv("TP_SOAK_SR") != NULL && atoi(getenv("TP_SOAK_SR"));
 	CHECK_EQ(fl_init(&L, seed, 1500), 0, "fakelink");
 	if (argc > 3 && strcmp(argv[3], "-") != 0)
 		fl_capture(&L, argv[3], 7, 2000);
