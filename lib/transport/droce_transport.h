@@ -102,6 +102,13 @@ struct droce_gid_entry {
 
 #define DROCE_MAX_GIDS 16
 
+/** droce_dev_conf.selective_repeat */
+enum droce_sr_mode {
+	DROCE_SR_OFF = 0,
+	DROCE_SR_ALL = 1,	/**< every RC QP (but XRC's) */
+	DROCE_SR_CM = 2,	/**< offered through rdma_cm's private data */
+};
+
 /** What the device needs from its port; the dataplane supplies it. */
 struct droce_dev_conf {
 	uint8_t mac[6];
@@ -119,10 +126,12 @@ struct droce_dev_conf {
 	 *  sooner than this nor later than the QP's local ACK timeout; a
 	 *  floor at or above that timeout gives IBTA's fixed timer. */
 	uint32_t rto_min_us;
-	/** Selective repeat (doc/transport.md) for every RC QP: set it only
-	 *  where every peer is droce with it set too (the other end must
-	 *  hold and acknowledge out-of-order requests; a standard peer
-	 *  cannot). 0: go-back-N, as IBTA; droce_qp_set_sr chooses per QP. */
+	/** Selective repeat (doc/transport.md), enum droce_sr_mode: off
+	 *  (go-back-N, as IBTA), for every RC QP (only where every peer is
+	 *  droce with it too: the other end must hold and acknowledge
+	 *  out-of-order requests, which a standard peer cannot), or offered
+	 *  through rdma_cm (on for a connection whose both ends offered it;
+	 *  QPs start with it off). droce_qp_set_sr chooses per QP. */
 	uint8_t selective_repeat;
 	/** Selective repeat's window: PSNs between the oldest unacknowledged
 	 *  and the next sent, and out-of-order requests a responder holds

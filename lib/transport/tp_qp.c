@@ -499,7 +499,7 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 			qp->sq.max_inline);
 	if (qp->type == IBV_QPT_RC) {
 		qp->rd_bits = calloc(TP_RD_BITS / 64, sizeof(uint64_t));
-		qp->sr = !xrc && dev->conf.selective_repeat;
+		qp->sr = !xrc && dev->conf.selective_repeat == DROCE_SR_ALL;
 	}
 	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
 			(qp->type == IBV_QPT_RC && (qp->rd_bits == NULL ||
