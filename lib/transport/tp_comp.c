@@ -258,8 +258,14 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	switch (DROCE_AETH_TYPE(syn)) {
 	case DROCE_AETH_TYPE_ACK:	/* everything up to and including psn */
 		qp->st.acks_rx++;
-		if (droce_psn_diff(psn, qp->una) < 0)
-			return;		/* old */
+		if (droce_psn_diff(psn, qp->una) < 0) {
+			/* old; a SACK that acknowledges nothing new still
+			 * says what is held */
+			if (qp->sr && pkt->payload_len &&
+					droce_psn_add(psn, 1) == qp->una)
+				tp_sr_sack_rx(qp, pkt);
+			return;
+		}
 		if (ack_before(qp, droce_psn_add(psn, 1), &rw)) {
 			lost_response(qp, rw);
 			break;

@@ -505,11 +505,12 @@ tp_req_probe(struct droce_qp *qp, uint64_t now)
 	uint64_t rtt = tp_rto_rtt_ns(qp);
 	uint32_t i;
 
-	/* selective repeat: the oldest, if nothing moved since (a tail
-	 * lost, or the ACK of it: nothing later shows it) */
+	/* selective repeat, nothing acknowledged since: the last PSN sent
+	 * goes again asking for an ACK (a tail lost, or the ACK of it:
+	 * nothing later shows it); the SACK it brings shows the rest */
 	if (qp->sr && qp->una == qp->probe_una &&
 			droce_psn_diff(qp->una, qp->psn_hw) < 0)
-		tp_sr_need(qp, qp->una, 0);
+		tp_sr_need(qp, droce_psn_add(qp->psn_hw, DROCE_PSN_MASK), 1);
 	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
 		struct tp_swqe *w = tp_sq_wqe(qp, i);
 

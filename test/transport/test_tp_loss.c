@@ -3,10 +3,13 @@
  */
 
 /*
- * Loss recovery against scripted loss: which frames go again, and only
- * those. READ responses are placed by PSN and only a hole is asked for
- * again (tp_read.c), one READ request per hole; a lost atomic answer is
- * asked again alone, the atomic executed once. Every byte and every
+ * Loss recovery against scripted loss, duplication and reordering: which
+ * frames go again, and only those. READ responses are placed by PSN and
+ * only a hole is asked for again (tp_read.c), one READ request per hole;
+ * a lost atomic answer is asked again alone, the atomic executed once.
+ * With selective repeat (tp_sr.c) only the lost packets go again, a
+ * lost tail is probed without the timer, and requests that come out of
+ * order or twice are executed once, in order. Every byte and every
  * completion is checked.
  */
 
@@ -25,8 +28,16 @@ struct pair {
 /* The frames sent (lost ones too): which to drop (by index per
  * direction since watch_reset), and what each side sent. */
 #define MAX_DROP 8
+#define MAX_KEEP 4
 static struct {
 	uint32_t drop[2][MAX_DROP], ndrop[2], seen[2];
+	/* frames of side 0 kept to be delivered later (inject): held back
+	 * (reordered) or let through too (duplicated) */
+	uint32_t keep_at[MAX_KEEP], nkeep;
+	int keep_pass[MAX_KEEP];
+	uint8_t kept[MAX_KEEP][2048];
+	uint32_t kept_len[MAX_KEEP];
+	uint32_t data;			/* SEND and WRITE packets */
 	uint32_t resp;			/* READ responses and atomic ACKs */
 	uint32_t reads;			/* READ requests */
 	uint32_t read_psn[16], read_len[16];
@@ -55,6 +66,15 @@ watch(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
 	}
 	if (dir == 0 && pkt.opcode == DROCE_OP_RC_FETCH_ADD)
 		W.atomics++;
+	if (dir == 0 && (droce_opcode_info[pkt.opcode].flags &
+			(DROCE_OPF_SEND | DROCE_OPF_WRITE)))
+		W.data++;
+	for (i = 0; dir == 0 && i < W.nkeep; i++)
+		if (W.keep_at[i] == n && len <= sizeof(W.kept[i])) {
+			memcpy(W.kept[i], f, len);
+			W.kept_len[i] = len;
+			return !W.keep_pass[i];
+		}
 	for (i = 0; i < W.ndrop[dir]; i++)
 		if (W.drop[dir][i] == n)
 			return 1;
@@ -72,8 +92,38 @@ watch_reset(int dir, uint32_t a, uint32_t b)
 		W.drop[dir][W.ndrop[dir]++] = b;
 }
 
+/* Side 0's frame n kept: held back (pass 0) or let through (pass 1). */
 static void
-pair_make(struct pair *p)
+keep(uint32_t n, int pass)
+{
+	W.keep_at[W.nkeep] = n;
+	W.keep_pass[W.nkeep++] = pass;
+}
+
+/* The kept frame k delivered to side 1 now. */
+static void
+inject(uint32_t k)
+{
+	const uint8_t *fp = W.kept[k];
+	uint32_t len = W.kept_len[k];
+
+	CHECK(len > 0, "frame %u was kept", k);
+	if (len)
+		droce_tp_rx_burst(L.end[1].q, &fp, &len, 1, L.now);
+}
+
+/* Step the link until side 0 sent n frames (or a second went by). */
+static void
+run_until_sent(uint32_t n)
+{
+	uint64_t end = L.now + 1000000000ull;
+
+	while (W.seen[0] < n && L.now < end)
+		fl_step(&L, 1000);
+}
+
+static void
+pair_make_sr(struct pair *p, int sr)
 {
 	struct ibv_qp_init_attr ia;
 	struct fl_qp_opts o;
@@ -88,9 +138,19 @@ pair_make(struct pair *p)
 		qp_attr(&ia, IBV_QPT_RC, 16, 1);
 		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
 			NULL);
+		CHECK_EQ(droce_qp_set_sr(p->qp[s], sr), 0, "selective repeat");
 		tbuf_init(&p->b[s], L.end[s].pd, 1 << 20, ACC_ALL);
 	}
 	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], &o), 0, "connect");
+	CHECK_EQ(droce_qp_sr(p->qp[0]), sr, "selective repeat as set");
+	CHECK_EQ(droce_qp_set_sr(p->qp[0], sr), -EINVAL,
+		"selective repeat set only before the connection");
+}
+
+static void
+pair_make(struct pair *p)
+{
+	pair_make_sr(p, 0);
 }
 
 static void
@@ -232,9 +292,164 @@ test_atomic_answer_lost(void)
 	pair_free(&p);
 }
 
+static void
+post_recv(struct pair *p, uint32_t off, uint32_t len, uint64_t id)
+{
+	struct ibv_sge s = sge_of(&p->b[1], off, len);
+	struct ibv_recv_wr wr, *bad;
+
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = id;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	CHECK_EQ(droce_qp_post_recv(p->qp[1], &wr, &bad), 0, "post recv");
+}
+
+/* A few WRITEs without loss: a round trip measured. */
+static void
+warm_up(struct pair *p)
+{
+	uint32_t i;
+
+	for (i = 0; i < 8; i++) {
+		post_rdma(p, IBV_WR_RDMA_WRITE, 0, 2048, 1000 + i);
+		expect_done(p, 1000 + i, 1, "warm-up WRITE");
+	}
+}
+
+/*
+ * Selective repeat: a WRITE of 32 packets loses its 4th, 11th and 12th.
+ * The responder holds what follows each gap and says so; exactly those
+ * three go again, with no timeout.
+ */
+static void
+test_sr_write_holes(void)
+{
+	struct droce_tp_stats st0, st1;
+	struct pair p;
+
+	pair_make_sr(&p, 1);
+	pattern(p.b[0].p, 32768, 6);
+	watch_reset(0, 3, 10);
+	W.drop[0][W.ndrop[0]++] = 11;
+	post_rdma(&p, IBV_WR_RDMA_WRITE, 0, 32768, 30);
+	expect_done(&p, 30, 1, "SR WRITE with three holes");
+	fl_run_idle(&L, 10000000);
+	CHECK(pattern_ok(p.b[1].p, 32768, 6), "SR WRITE: every byte");
+	CHECK_EQ(W.data, 35, "32 packets and the three lost");
+	droce_qp_stats(p.qp[0], &st0);
+	droce_qp_stats(p.qp[1], &st1);
+	CHECK_EQ(st0.resent_pkts, 3, "three sent again");
+	CHECK_EQ(st0.timeouts, 0, "no timeout");
+	CHECK(st1.sack_tx > 0 && st0.sack_rx > 0, "SACKs: %" PRIu64 " sent, %"
+		PRIu64 " taken", st1.sack_tx, st0.sack_rx);
+	CHECK_EQ(st1.nak_seq_tx, 0, "no sequence NAK");
+	CHECK(st1.sr_held >= 20, "%" PRIu64 " held out of order",
+		st1.sr_held);
+	pair_free(&p);
+}
+
+/*
+ * Selective repeat: the last two packets of a WRITE lost, so nothing
+ * after them shows the gap: the probe sends them again a round trip
+ * later, one each, without the retransmission timer.
+ */
+static void
+test_sr_tail(void)
+{
+	struct droce_tp_stats st0, st1;
+	struct pair p;
+
+	pair_make_sr(&p, 1);
+	warm_up(&p);
+	droce_qp_stats(p.qp[0], &st0);
+	pattern(p.b[0].p, 8192, 7);
+	watch_reset(0, 6, 7);
+	post_rdma(&p, IBV_WR_RDMA_WRITE, 0, 8192, 40);
+	expect_done(&p, 40, 1, "SR WRITE, its tail lost");
+	CHECK(pattern_ok(p.b[1].p, 8192, 7), "tail: every byte");
+	droce_qp_stats(p.qp[0], &st1);
+	CHECK_EQ(st1.resent_pkts - st0.resent_pkts, 2, "the two sent again");
+	CHECK_EQ(st1.timeouts - st0.timeouts, 0, "no timeout");
+	CHECK_EQ(W.data, 10, "8 packets and the two lost");
+	pair_free(&p);
+}
+
+/*
+ * Selective repeat, every kind of request at once: a SEND of 5 packets
+ * whose 2nd comes after the fetch-add, a WRITE with immediate whose 2nd
+ * comes twice, a READ whose request is lost, a fetch-add and a WRITE.
+ * Each executes once, in PSN order: both receives complete in order,
+ * every byte lands, the fetch-add adds once, the send queue completes in
+ * order.
+ */
+static void
+test_sr_mixed(void)
+{
+	struct pair p;
+	struct ibv_wc wc;
+	uint64_t v;
+
+	pair_make_sr(&p, 1);
+	memset(p.b[1].p + 65536, 0, 8);
+	pattern(p.b[0].p, 5000, 8);
+	pattern(p.b[0].p + 8192, 3000, 9);
+	pattern(p.b[1].p + 16384, 4096, 10);
+	pattern(p.b[0].p + 24576, 2048, 11);
+	post_recv(&p, 100000, 8192, 50);
+	post_recv(&p, 110000, 64, 51);
+	watch_reset(0, 8, UINT32_MAX);	/* the READ request */
+	keep(1, 0);	/* the SEND's 2nd: held back */
+	keep(6, 1);	/* the WRITE's 2nd: through, and again later */
+	post_rdma(&p, IBV_WR_SEND, 0, 5000, 60);
+	{
+		struct ibv_sge s = sge_of(&p.b[0], 8192, 3000);
+		struct ibv_send_wr wr, *bad;
+
+		memset(&wr, 0, sizeof(wr));
+		wr.wr_id = 61;
+		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		wr.sg_list = &s;
+		wr.num_sge = 1;
+		wr.send_flags = IBV_SEND_SIGNALED;
+		wr.imm_data = 0x12345678;
+		wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)p.b[1].p + 8192;
+		wr.wr.rdma.rkey = droce_mr_rkey(p.b[1].mr);
+		CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post imm");
+	}
+	post_rdma(&p, IBV_WR_RDMA_READ, 16384, 4096, 62);
+	post_rdma(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 65536, 8, 63);
+	post_rdma(&p, IBV_WR_RDMA_WRITE, 24576, 2048, 64);
+	run_until_sent(12);
+	inject(0);	/* the SEND's 2nd, after everything */
+	inject(1);	/* the WRITE's 2nd, a second time */
+	expect_done(&p, 60, 5, "SR: SEND, WRITE imm, READ, fetch-add, WRITE");
+	CHECK(wait_wc(&L, p.cq[1], &wc, 1000000000) == 0 && wc.wr_id == 50 &&
+		wc.status == IBV_WC_SUCCESS && wc.byte_len == 5000 &&
+		wc.opcode == IBV_WC_RECV, "the SEND received first, whole");
+	CHECK(wait_wc(&L, p.cq[1], &wc, 1000000000) == 0 && wc.wr_id == 51 &&
+		wc.status == IBV_WC_SUCCESS &&
+		wc.opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+		wc.imm_data == 0x12345678, "then the WRITE's immediate");
+	fl_run_idle(&L, 10000000);
+	CHECK(droce_cq_poll(p.cq[1], &wc, 1) == 0, "and nothing else");
+	CHECK(pattern_ok(p.b[1].p + 100000, 5000, 8), "SEND: every byte");
+	CHECK(pattern_ok(p.b[1].p + 8192, 3000, 9), "WRITE imm: every byte");
+	CHECK(pattern_ok(p.b[0].p + 16384, 4096, 10), "READ: every byte");
+	CHECK(pattern_ok(p.b[1].p + 24576, 2048, 11), "WRITE: every byte");
+	memcpy(&v, p.b[1].p + 65536, 8);
+	CHECK_EQ(v, 1, "fetch-add added once");
+	CHECK_EQ(W.reads, 2, "the READ request sent twice");
+	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_RTS, "responder fine");
+	pair_free(&p);
+}
+
 int
 main(void)
 {
+	test_sr_write_holes();
+	test_sr_tail();
+	test_sr_mixed();
 	test_read_two_holes();
 	test_read_tail_hole();
 	test_atomic_answer_lost();
