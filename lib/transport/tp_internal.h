@@ -357,6 +357,7 @@ struct droce_qp {
 	 * (IBTA counts local ACK timeouts), and the backoff: timeouts
 	 * since a sample or an ACK past psn_hw at the last one (rto_hw) */
 	uint64_t srtt_ns, rttvar_ns, rtt_sent, retry_mark;
+	uint64_t rtt_min_ns;	/* the shortest round trip sampled */
 	uint32_t rtt_psn;
 	uint32_t rto_hw;	/* psn_hw at the last timeout */
 	uint8_t rtt_timing;
@@ -731,6 +732,8 @@ int tp_rto_expired(struct droce_qp *qp, uint64_t now);
 /* About one round trip and its variation, no floor: how long an answer
  * asked again may take before it is asked once more. */
 uint64_t tp_rto_rtt_ns(const struct droce_qp *qp);
+/* ... and how long before something asked again is asked once more. */
+uint64_t tp_rto_reask_ns(const struct droce_qp *qp);
 
 /* tp_read.c: READ responses placed by PSN, lost answers asked again */
 /* w (READ, atomic, ATOMIC WRITE, FLUSH) goes out for the first time */

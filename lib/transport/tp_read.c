@@ -114,7 +114,7 @@ tp_read_hole(struct droce_qp *qp, struct tp_swqe *w)
 	/* asked already, and its answer may still be on its way */
 	if (w->rr_at && droce_psn_diff(miss, w->rr_psn) >= 0 &&
 			droce_psn_diff(miss, w->rr_end) < 0 &&
-			qp->queue->now - w->rr_at < tp_rto_rtt_ns(qp))
+			qp->queue->now - w->rr_at < tp_rto_reask_ns(qp))
 		return;
 	need(qp, w);
 }

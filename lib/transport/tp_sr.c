@@ -209,7 +209,7 @@ tp_sr_need(struct droce_qp *qp, uint32_t psn, int force)
 	if (qp->sr_need[b / 64] & (1ull << (b % 64)))
 		return;
 	/* sent again already, and the answer may still be on its way */
-	if (!force && at && qp->queue->now - at < tp_rto_rtt_ns(qp))
+	if (!force && at && qp->queue->now - at < tp_rto_reask_ns(qp))
 		return;
 	qp->sr_need[b / 64] |= 1ull << (b % 64);
 	qp->sr_nneed++;
