@@ -8,8 +8,9 @@
 # the lossless run and the raw rate of the same PMD in the same run.
 # Prints, per run: goodput, its share of lossless, frames sent per frame
 # needed (WRITE and SEND: the client's; READ: the server's responses),
-# retransmissions, timeouts and sequence NAKs. The same in virtual time
-# at 25 and 100 Gbit/s: droce-loss-bench (doc/perf.md, "Loss").
+# retransmissions, timeouts and sequence NAKs. BENCH_SR=1: the same with
+# selective repeat. The same in virtual time at 25 and 100 Gbit/s:
+# droce-loss-bench (doc/perf.md, "Loss").
 set -uo pipefail
 build=${1:-build}
 iters=${2:-2000}
@@ -27,6 +28,8 @@ for op in ${BENCH_OPS:-write send read}; do
 	for ppm in $losses; do
 		args=(--op "$op" --size 65536 --depth 128 --outs 16
 			--iters "$iters" --verify)
+		# BENCH_SR=1: selective repeat on both sides
+		[ "${BENCH_SR:-0}" = 1 ] && args+=(--sr)
 		# the raw rate once, with the lossless run
 		[ "$ppm" = 0 ] || args+=(--no-raw --fault "$ppm,0,0,0")
 		# (droce-perf fails a run in which one side's receive, with few

@@ -8,8 +8,11 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 echo
 "$build/app/droce-tp-bench"
 echo
-# what loss costs, in virtual time at 25 and 100 Gbit/s (doc/perf.md)
+# what loss costs, in virtual time at 25 and 100 Gbit/s (doc/perf.md):
+# go-back-N, then selective repeat
 "$build/test/transport/droce-loss-bench"
+echo
+"$build/test/transport/droce-loss-bench" --sr 1
 echo
 # every droce figure beside the raw rate of the same PMD, three runs each
 # (this kind of machine moves by tens of percent from run to run): the
@@ -24,5 +27,6 @@ echo
 	--iters 20000 --repeat 3 --verify
 # the same loss rates over net_memif (doc/perf.md, "Loss")
 "$top/test/bench-loss.sh" "$build"
+BENCH_SR=1 "$top/test/bench-loss.sh" "$build"
 "$top/test/bench-verbs.sh" "$build"
 "$top/test/bench-ucx.sh" "$build"

@@ -40,6 +40,7 @@ static struct {
 	int port;
 	uint32_t mtu;
 	uint32_t zc_min;		/* --zero-copy; 0: the port's default */
+	uint32_t sr, sr_window;		/* --sr, --sr-window */
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
 	uint32_t iters, nqp, queues, cores, depth, post_list, cq_mod, repeat;
@@ -284,6 +285,8 @@ usage(FILE *f)
 "  --zero-copy N       send payloads of N bytes or more from the MR\n"
 "                      itself (external mbufs); off on virtual devices\n"
 "                      unless given; --no-zero-copy: never\n"
+"  --sr                selective repeat on every RC QP (both sides must\n"
+"                      say so); --sr-window N: its window in PSNs\n"
 "  -h, --help          this text\n"
 "See droce-perf(1) and doc/perf.md.\n");
 }
@@ -299,8 +302,9 @@ faults_on(void)
 /*
  * Under fault injection, what recovery cost (test/bench-loss.sh reads
  * it): both transports' frames sent, the client's retransmissions and
- * timeouts, the NAKs and replays. One test per run gives one test's
- * figures.
+ * timeouts, the NAKs and replays, what it sent again alone (READ holes,
+ * selective repeat) and the SACKs it took. One test per run gives one
+ * test's figures.
  */
 static void
 loss_report(const struct perf_cmd *srv)
@@ -313,9 +317,10 @@ loss_report(const struct perf_cmd *srv)
 	printf(" transport: client tx %" PRIu64 " server tx %" PRIu64
 		" retransmits %" PRIu64 " timeouts %" PRIu64 " seq-NAK rx %"
 		PRIu64 " out-of-seq %" PRIu64 " read-replays %" PRIu64
-		" dup %" PRIu64 "\n", st.tx_pkts, srv->srv_tx, st.retransmits,
-		st.timeouts, st.nak_seq_rx, st.out_of_seq_rx,
-		srv->srv_read_replays, st.dup_rx + srv->srv_dup_rx);
+		" dup %" PRIu64 " resent %" PRIu64 " sack-rx %" PRIu64 "\n",
+		st.tx_pkts, srv->srv_tx, st.retransmits, st.timeouts,
+		st.nak_seq_rx, st.out_of_seq_rx, srv->srv_read_replays,
+		st.dup_rx + srv->srv_dup_rx, st.resent_pkts, st.sack_rx);
 }
 
 static int
@@ -359,6 +364,8 @@ parse_args(int argc, char **argv)
 		{ "mtu", required_argument, NULL, 'M' },
 		{ "zero-copy", required_argument, NULL, 'z' },
 		{ "no-zero-copy", no_argument, NULL, 'Z' },
+		{ "sr", no_argument, NULL, 'B' },
+		{ "sr-window", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -434,6 +441,8 @@ parse_args(int argc, char **argv)
 		case 'M': opt.mtu = (uint32_t)atoi(optarg); break;
 		case 'z': opt.zc_min = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'Z': opt.zc_min = DROCE_ZC_OFF; break;
+		case 'B': opt.sr = 1; break;
+		case 'W': opt.sr_window = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -512,6 +521,8 @@ setup(void)
 	if (opt.mtu)
 		pc.mtu = opt.mtu;
 	pc.tx_zc_min = opt.zc_min;
+	pc.selective_repeat = (uint8_t)opt.sr;
+	pc.sr_window = opt.sr_window;
 	pc.mode = DROCE_PROGRESS_INLINE;
 	inet_pton(AF_INET, opt.ip, &a);
 	pc.ipv4 = ntohl(a.s_addr);

@@ -52,6 +52,7 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 	U(flushes); U(flush_errors); U(flush_rxe_icrc);
 	U(cq_overflows); U(tx_zc_pkts);
 	U(timeouts_charged); U(dup_req_rx);
+	U(resent_pkts); U(sr_held); U(sack_tx); U(sack_rx);
 #undef U
 	/* the same under mlx5's names, which operators' tooling reads
 	 * (doc/transport.md, "Counters") */
