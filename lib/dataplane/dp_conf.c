@@ -308,6 +308,35 @@ droce_conf_add_neighbors(struct droce_port *port, const struct droce_conf *c)
 	}
 }
 
+/* What recovery did on the port's queues (with fault injection: the
+ * tests check it). */
+static void
+recovery_report(struct droce_port *port, const struct droce_conf *c)
+{
+	struct droce_dev *dev = droce_port_dev(port);
+	struct droce_tp_stats st, sum;
+	uint32_t i, j;
+
+	memset(&sum, 0, sizeof(sum));
+	for (i = 0; dev != NULL && i < droce_dev_conf(dev)->nb_queues; i++) {
+		const uint64_t *s = (const uint64_t *)&st;
+		uint64_t *d = (uint64_t *)&sum;
+
+		droce_port_lock(port, i);
+		droce_tp_queue_stats(droce_dev_queue(dev, i), &st);
+		droce_port_unlock(port, i);
+		for (j = 0; j < sizeof(st) / sizeof(uint64_t); j++)
+			d[j] += s[j];
+	}
+	fprintf(stderr, "droce: %s recovery: retransmits %" PRIu64
+		" (one by one %" PRIu64 ") timeouts %" PRIu64 " sequence "
+		"NAKs sent %" PRIu64 " taken %" PRIu64 "; selective repeat: "
+		"held %" PRIu64 " SACKs sent %" PRIu64 " taken %" PRIu64 "\n",
+		c->name, sum.retransmits, sum.resent_pkts, sum.timeouts,
+		sum.nak_seq_tx, sum.nak_seq_rx, sum.sr_held, sum.sack_tx,
+		sum.sack_rx);
+}
+
 void
 droce_conf_fault_report(struct droce_port *port, const struct droce_conf *c)
 {
@@ -324,4 +353,5 @@ droce_conf_fault_report(struct droce_port *port, const struct droce_conf *c)
 		rx.duplicated, rx.reordered, rx.corrupted, rx.delayed,
 		tx.dropped, tx.duplicated, tx.reordered, tx.corrupted,
 		tx.delayed);
+	recovery_report(port, c);
 }

@@ -675,7 +675,8 @@ enum ibv_qp_state droce_qp_state(const struct droce_qp *qp);
 
 /* ---- counters ---- */
 
-/** Per-queue transport counters (summed over its QPs). */
+/** Per-queue transport counters (summed over its QPs, those destroyed
+ *  included). */
 struct droce_tp_stats {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
 	uint64_t rx_drop_parse[DROCE_WIRE_ERR_COUNT]; /**< by -droce_wire_err */

@@ -241,6 +241,18 @@ tp_queue_add_qp(struct droce_tp_queue *q, struct droce_qp *qp)
 	return 0;
 }
 
+static void
+stats_add(struct droce_tp_stats *a, const struct droce_tp_stats *b)
+{
+	const uint64_t *s = (const uint64_t *)b;
+	uint64_t *d = (uint64_t *)a;
+	size_t i;
+
+	/* packets and bytes are counted once, by the queue */
+	for (i = 4; i < sizeof(*a) / sizeof(uint64_t); i++)
+		d[i] += s[i];
+}
+
 void
 tp_queue_del_qp(struct droce_tp_queue *q, struct droce_qp *qp)
 {
@@ -249,6 +261,8 @@ tp_queue_del_qp(struct droce_tp_queue *q, struct droce_qp *qp)
 	for (i = 0; i < q->nb_qps; i++) {
 		if (q->qps[i] == qp) {
 			q->qps[i] = q->qps[--q->nb_qps];
+			/* the queue's counters keep what its QPs did */
+			stats_add(&q->st, &qp->st);
 			return;
 		}
 	}
@@ -341,17 +355,6 @@ droce_ah_from_ibv(struct ibv_ah *ah)
 	return (struct droce_ah *)ah;
 }
 
-static void
-stats_add(struct droce_tp_stats *a, const struct droce_tp_stats *b)
-{
-	const uint64_t *s = (const uint64_t *)b;
-	uint64_t *d = (uint64_t *)a;
-	size_t i;
-
-	/* packets and bytes are counted once, by the queue */
-	for (i = 4; i < sizeof(*a) / sizeof(uint64_t); i++)
-		d[i] += s[i];
-}
 
 void
 droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st)

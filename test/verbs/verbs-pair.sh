@@ -73,7 +73,8 @@ cli_env=("${common[@]}" "DROCE_DEVARGS=net_memif0,role=client,socket=$sock"
 	DROCE_IPV4=10.9.0.2)
 if [ -n "$droced" ]; then
 	keys=()
-	for k in DROCE_ZERO_COPY DROCE_QUEUES DROCE_FAULT DROCE_FAULT_TX; do
+	for k in DROCE_ZERO_COPY DROCE_QUEUES DROCE_FAULT DROCE_FAULT_TX \
+			DROCE_SELECTIVE_REPEAT DROCE_SR_WINDOW; do
 		[ -n "${!k:-}" ] && keys+=("$k=${!k}")
 		unset $k
 	done
