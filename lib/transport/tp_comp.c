@@ -26,7 +26,8 @@ tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
 		if (st == IBV_WC_SUCCESS && qp->rd_cwnd < qp->max_rd_atomic)
 			qp->rd_cwnd++;
 	}
-	tp_read_forget(qp, w);
+	if (w->rr_need)
+		tp_read_forget(qp, w);
 	w->state = TP_WQE_DONE;
 	w->status = st;
 }
@@ -102,6 +103,14 @@ tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st)
 		tp_sq_wqe(qp, qp->sq.tail) : NULL, st);
 }
 
+/* An ACK or response said every request before psn was executed. */
+static inline void
+raise_acked(struct droce_qp *qp, uint32_t psn)
+{
+	if (droce_psn_diff(psn, qp->acked) > 0)
+		qp->acked = psn;
+}
+
 /* Forward progress: reset the retry budget and restart the timer. */
 static void
 progress_made(struct droce_qp *qp, uint32_t new_una)
@@ -136,8 +145,7 @@ ack_before(struct droce_qp *qp, uint32_t psn, uint32_t *una_to)
 	uint32_t i;
 
 	/* what any acknowledgement said before still holds */
-	if (droce_psn_diff(psn, qp->acked) > 0)
-		qp->acked = psn;
+	raise_acked(qp, psn);
 	psn = qp->acked;
 	*una_to = psn;
 	for (i = qp->sq.tail; i != qp->sq.head; i++) {
@@ -211,25 +219,6 @@ settle(struct droce_qp *qp)
 		progress_made(qp, rw);
 }
 
-struct tp_swqe *
-tp_wqe_of_psn(struct droce_qp *qp, uint32_t psn)
-{
-	uint32_t i;
-
-	for (i = qp->sq.tail; i != qp->sq.head; i++) {
-		struct tp_swqe *w = tp_sq_wqe(qp, i);
-		int32_t d;
-
-		if (w->state == TP_WQE_POSTED)
-			return NULL;
-		if (w->npsn == 0)
-			continue;
-		d = droce_psn_diff(psn, w->first_psn);
-		if (d >= 0 && (uint32_t)d < w->npsn)
-			return w;
-	}
-	return NULL;
-}
 
 static enum ibv_wc_status
 nak_status(uint8_t syndrome)
@@ -346,19 +335,15 @@ static void
 on_empty_resp(struct droce_qp *qp, const struct droce_pkt *pkt,
 		struct tp_swqe *w)
 {
-	uint32_t rw;
-
-	if (ack_before(qp, w->first_psn, &rw)) {
-		lost_response(qp, rw);
-		return;
-	}
+	/* it acknowledges every request before its own */
+	raise_acked(qp, w->first_psn);
 	if (pkt->opcode != DROCE_OP_RC_READ_RESP_ONLY || pkt->payload_len) {
+		settle(qp);
 		fail_wqe(qp, w, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
-	if (droce_psn_diff(droce_psn_add(pkt->psn, 1), qp->acked) > 0)
-		qp->acked = droce_psn_add(pkt->psn, 1);
+	raise_acked(qp, droce_psn_add(pkt->psn, 1));
 	settle(qp);
 	tp_comp_retire(qp);
 }
@@ -368,16 +353,13 @@ static void
 read_resp_placed(struct droce_qp *qp, struct tp_swqe *w,
 		const struct droce_pkt *pkt)
 {
-	uint32_t rw;
 	int rc;
 
 	/* its responses acknowledge every request before the READ */
-	if (ack_before(qp, w->first_psn, &rw)) {
-		lost_response(qp, rw);
-		return;
-	}
+	raise_acked(qp, w->first_psn);
 	rc = tp_read_place(qp, w, pkt);
 	if (rc < 0) {
+		settle(qp);
 		fail_wqe(qp, NULL, IBV_WC_SUCCESS);
 		return;
 	}
@@ -385,12 +367,17 @@ read_resp_placed(struct droce_qp *qp, struct tp_swqe *w,
 		return;
 	if (w->rd_got == w->npsn) {
 		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
-		rw = droce_psn_add(w->first_psn, w->npsn);
-		if (droce_psn_diff(rw, qp->acked) > 0)
-			qp->acked = rw;
+		raise_acked(qp, droce_psn_add(w->first_psn, w->npsn));
 	} else if (w->rd_got > w->read_done / qp->mtu) {
 		/* a response after a missing one: ask for the hole */
 		tp_read_hole(qp, w);
+	} else if (tp_sq_wqe(qp, qp->sq.tail) == w &&
+			droce_psn_diff(qp->acked,
+				droce_psn_add(w->first_psn, w->npsn)) < 0) {
+		/* the oldest WQE answered in order so far: una follows
+		 * it (what settle would find) */
+		progress_made(qp, tp_read_missing(qp, w));
+		return;
 	}
 	settle(qp);
 	tp_comp_retire(qp);
@@ -456,8 +443,7 @@ on_read_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
 		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 		rw = droce_psn_add(w->first_psn, w->npsn);
 	}
-	if (droce_psn_diff(rw, qp->acked) > 0)
-		qp->acked = rw;
+	raise_acked(qp, rw);
 	settle(qp);
 	tp_comp_retire(qp);
 }
@@ -466,7 +452,6 @@ static void
 on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
 	struct tp_swqe *w = tp_wqe_of_psn(qp, pkt->psn);
-	uint32_t rw;
 
 	if (DROCE_AETH_TYPE(pkt->aeth_syndrome) != DROCE_AETH_TYPE_ACK) {
 		on_ack(qp, pkt);
@@ -477,20 +462,18 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 		qp->st.dup_rx++;
 		return;
 	}
-	if (ack_before(qp, w->first_psn, &rw)) {
-		lost_response(qp, rw);
-		return;
-	}
+	/* it acknowledges every request before its own */
+	raise_acked(qp, w->first_psn);
 	/* The original value lands in the local buffer in host order. */
 	w->atomic_orig = pkt->atmack_orig;
 	if (tp_sge_copy_in(qp->dev, qp->pd, w->sge, w->num_sge, 0,
 			(const uint8_t *)&w->atomic_orig, 8) != 0) {
+		settle(qp);
 		fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
-	if (droce_psn_diff(droce_psn_add(pkt->psn, 1), qp->acked) > 0)
-		qp->acked = droce_psn_add(pkt->psn, 1);
+	raise_acked(qp, droce_psn_add(pkt->psn, 1));
 	settle(qp);
 	tp_comp_retire(qp);
 }

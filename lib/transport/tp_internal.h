@@ -446,6 +446,27 @@ tp_sq_wqe(struct droce_qp *qp, uint32_t i)
 	return &qp->sq.wqe[i & (qp->sq.size - 1)];
 }
 
+/* The WQE that holds psn, or NULL. */
+static inline struct tp_swqe *
+tp_wqe_of_psn(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t i;
+
+	for (i = qp->sq.tail; i != qp->sq.head; i++) {
+		struct tp_swqe *w = tp_sq_wqe(qp, i);
+		int32_t d;
+
+		if (w->state == TP_WQE_POSTED)
+			return NULL;
+		if (w->npsn == 0)
+			continue;
+		d = droce_psn_diff(psn, w->first_psn);
+		if (d >= 0 && (uint32_t)d < w->npsn)
+			return w;
+	}
+	return NULL;
+}
+
 /* Responder resources in use: max_dest_rd_atomic of them (at least one). */
 static inline unsigned int
 tp_res_count(const struct droce_qp *qp)
@@ -739,9 +760,23 @@ uint64_t tp_rto_reask_ns(const struct droce_qp *qp);
 /* w (READ, atomic, ATOMIC WRITE, FLUSH) goes out for the first time */
 void tp_read_start(struct droce_qp *qp, struct tp_swqe *w);
 /* w's answers are placed by PSN and asked again alone, not by a rewind */
-int tp_read_tracked(const struct droce_qp *qp, const struct tp_swqe *w);
+static inline int
+tp_read_tracked(const struct droce_qp *qp, const struct tp_swqe *w)
+{
+	if (!(w->wr_flags & TP_WRF_READ))
+		return 1;	/* one answer, asked again whole */
+	return qp->rd_bits != NULL && w->npsn <= TP_RD_TRACK;
+}
+
 /* The PSN of w's first missing answer. */
-uint32_t tp_read_missing(const struct droce_qp *qp, const struct tp_swqe *w);
+static inline uint32_t
+tp_read_missing(const struct droce_qp *qp, const struct tp_swqe *w)
+{
+	if (w->wr_flags & TP_WRF_READ)
+		return droce_psn_add(w->first_psn,
+			(uint32_t)(w->read_done / qp->mtu));
+	return w->first_psn;
+}
 /* Responses after w's missing one came: ask again (once per round trip). */
 void tp_read_hole(struct droce_qp *qp, struct tp_swqe *w);
 /* w's request goes again (its first hole, for a READ answered in part). */
@@ -786,8 +821,6 @@ int tp_sr_resend(struct droce_qp *qp);
 void tp_sr_timeout(struct droce_qp *qp);
 
 /* tp_comp.c */
-/* The WQE that holds psn, or NULL. */
-struct tp_swqe *tp_wqe_of_psn(struct droce_qp *qp, uint32_t psn);
 void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
 void tp_comp_retire(struct droce_qp *qp);
 void tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt);

@@ -43,44 +43,36 @@ bit_set(struct droce_qp *qp, uint32_t psn)
 	qp->rd_bits[b >> 6] |= 1ull << (b & 63);
 }
 
-int
-tp_read_tracked(const struct droce_qp *qp, const struct tp_swqe *w)
-{
-	if (!(w->wr_flags & TP_WRF_READ))
-		return 1;	/* one answer, asked again whole */
-	return qp->rd_bits != NULL && w->npsn <= TP_RD_TRACK;
-}
 
 void
 tp_read_start(struct droce_qp *qp, struct tp_swqe *w)
 {
-	uint32_t i;
+	uint32_t psn, n, k;
 
 	w->rd_got = 0;
 	w->rr_at = 0;
 	w->rr_need = 0;
 	if (!(w->wr_flags & TP_WRF_READ) || !tp_read_tracked(qp, w))
 		return;
-	for (i = 0; i < w->npsn; i++) {
-		uint32_t b = droce_psn_add(w->first_psn, i) & (TP_RD_BITS - 1);
+	/* its PSNs' bits cleared, a word's run at a time */
+	psn = w->first_psn;
+	if (w->npsn == 1) {
+		uint32_t b = psn & (TP_RD_BITS - 1);
 
-		if ((b & 63) == 0 && w->npsn - i >= 64) {
-			qp->rd_bits[b >> 6] = 0;
-			i += 63;
-			continue;
-		}
 		qp->rd_bits[b >> 6] &= ~(1ull << (b & 63));
+		return;
+	}
+	for (n = w->npsn; n; n -= k) {
+		uint32_t b = psn & (TP_RD_BITS - 1), sh = b & 63;
+		uint64_t m;
+
+		k = 64 - sh < n ? 64 - sh : n;
+		m = k == 64 ? ~0ull : ((1ull << k) - 1) << sh;
+		qp->rd_bits[b >> 6] &= ~m;
+		psn = droce_psn_add(psn, k);
 	}
 }
 
-uint32_t
-tp_read_missing(const struct droce_qp *qp, const struct tp_swqe *w)
-{
-	if (w->wr_flags & TP_WRF_READ)
-		return droce_psn_add(w->first_psn,
-			(uint32_t)(w->read_done / qp->mtu));
-	return w->first_psn;
-}
 
 /* PSNs of the hole at w's first missing byte: up to the next response
  * placed, or the READ's end. */
@@ -172,17 +164,15 @@ tp_read_place(struct droce_qp *qp, struct tp_swqe *w,
 	}
 	bit_set(qp, pkt->psn);
 	w->rd_got++;
-	/* what is in, in a row from the start */
-	while (w->read_done < w->length || (w->length == 0 && w->rd_got)) {
-		uint32_t k = (uint32_t)(w->read_done / qp->mtu);
-
-		if (k >= w->npsn || !bit_get(qp, droce_psn_add(w->first_psn, k)))
-			break;
+	if (off != w->read_done)
+		return 1;	/* after a hole */
+	/* what is in, in a row from the start: this one, and those that
+	 * came after the hole it filled */
+	w->read_done += want;
+	for (i++; i < w->rd_got && i < w->npsn &&
+			bit_get(qp, droce_psn_add(w->first_psn, i)); i++)
 		w->read_done += w->length - w->read_done > qp->mtu ?
 			qp->mtu : w->length - w->read_done;
-		if (w->length == 0)
-			break;
-	}
 	return 1;
 }
 

@@ -114,7 +114,7 @@ exec_local(struct droce_qp *qp, struct tp_swqe *w)
 }
 
 /* Copy payload of w at off into dst; -1 on a local protection error. */
-static int
+static inline __attribute__((always_inline)) int
 gather(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint8_t *dst,
 		uint32_t len)
 {
@@ -133,7 +133,7 @@ gather(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint8_t *dst,
  * does zero-copy: 1 if the frame is done, 0 to copy it, -1 on a local
  * protection error.
  */
-static int
+static inline __attribute__((always_inline)) int
 zc_payload(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 		struct droce_txbuf *b, uint8_t *buf, uint32_t hlen,
 		uint32_t plen, uint8_t ip_ver)
@@ -156,7 +156,7 @@ zc_payload(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
  * sent (*plen, *npsn: its payload and PSNs, *last: it ends the message),
  * 0 no buffer, -1 a local error.
  */
-static int
+static inline __attribute__((always_inline)) int
 tx_req(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
 		uint64_t rd_len, int resend, uint32_t *plen_out,
 		uint32_t *npsn_out, int *last_out)

@@ -765,8 +765,8 @@ uc_rx(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f,
 		exec_write(qp, pkt, f);
 }
 
-static void rc_rx(struct droce_qp *qp, const struct droce_pkt *pkt,
-		int len_bad);
+static inline __attribute__((always_inline)) void rc_rx(
+		struct droce_qp *qp, const struct droce_pkt *pkt, int len_bad);
 
 /* Selective repeat: the requests held after the gap, now in order. */
 static void
@@ -811,7 +811,7 @@ tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 }
 
 /* An RC request. */
-static void
+static inline __attribute__((always_inline)) void
 rc_rx(struct droce_qp *qp, const struct droce_pkt *pkt, int len_bad)
 {
 	unsigned int f = droce_opcode_info[pkt->opcode].flags;
