@@ -25,40 +25,21 @@
 
 static struct fakelink L;
 
-struct pair {
-	struct droce_cq *cq[2];
-	struct droce_qp *qp[2];
-	struct tbuf b[2];
-};
-
+/* A fresh link, and on it a pair of type t with 64 KiB each side, side
+ * 1's registered with acc1. */
 static void
 pair_make_t(struct pair *p, enum ibv_qp_type t, const struct fl_qp_opts *o,
 		unsigned int acc1, uint32_t max_inline)
 {
-	struct ibv_qp_init_attr ia;
-	struct fl_qp_opts def;
-	int s;
+	struct pair_cfg c = {
+		.type = t, .cqe = 512, .send_wr = 256, .recv_wr = 16,
+		.sges = 2, .max_inline = max_inline,
+		.buf_len = 65536, .acc1 = acc1, .o = o,
+	};
 
 	fl_fini(&L);
 	CHECK_EQF(fl_init(&L, 23, 1500), 0, "fakelink");
-	if (o == NULL) {
-		fl_qp_opts_default(&def);
-		o = &def;
-	}
-	for (s = 0; s < 2; s++) {
-		p->cq[s] = droce_cq_create(L.end[s].dev, 0, 512);
-		memset(&ia, 0, sizeof(ia));
-		ia.qp_type = t;
-		ia.cap.max_send_wr = 256;
-		ia.cap.max_recv_wr = 16;
-		ia.cap.max_send_sge = 2;
-		ia.cap.max_recv_sge = 2;
-		ia.cap.max_inline_data = max_inline;
-		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
-			NULL);
-		tbuf_init(&p->b[s], L.end[s].pd, 65536, s ? acc1 : ACC_ALL);
-	}
-	CHECK_EQF(fl_connect(&L, p->qp[0], p->qp[1], o), 0, "connect");
+	pair_create(&L, p, &c);
 }
 
 static void
@@ -70,52 +51,33 @@ pair_make(struct pair *p, const struct fl_qp_opts *o, unsigned int acc1)
 static void
 pair_free(struct pair *p)
 {
-	int s;
-
-	for (s = 0; s < 2; s++) {
-		droce_qp_destroy(p->qp[s]);
-		droce_cq_destroy(p->cq[s]);
-		tbuf_fini(&p->b[s]);
-	}
+	pair_destroy(p);
 	L.filter = NULL;
 	memset(L.faults, 0, sizeof(L.faults));
 }
 
-#define REMOTE(pp, off) ((uint64_t)(uintptr_t)(pp)->b[1].p + (off))
-#define RKEY(pp) droce_mr_rkey((pp)->b[1].mr)
-
-/* An ATOMIC WRITE of the 8 bytes at loff of side 0's buffer. */
+/* An ATOMIC WRITE of the len bytes at loff of side 0's buffer. */
 static void
 awr_wr(struct ibv_send_wr *wr, struct ibv_sge *s, struct pair *p,
 		uint32_t loff, uint32_t len, uint64_t raddr, uint32_t rkey,
 		uint64_t id)
 {
-	*s = sge_of(&p->b[0], loff, len);
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = id;
-	wr->opcode = IBV_WR_ATOMIC_WRITE;
-	wr->sg_list = s;
-	wr->num_sge = 1;
-	wr->send_flags = IBV_SEND_SIGNALED;
-	wr->wr.rdma.remote_addr = raddr;
-	wr->wr.rdma.rkey = rkey;
+	pair_wr(p, wr, s, IBV_WR_ATOMIC_WRITE, loff, len, raddr, rkey, id);
 }
 
+/* An ATOMIC WRITE of the 8 bytes at loff of side 0's buffer, posted. */
 static int
 post_awr(struct pair *p, uint32_t loff, uint64_t raddr, uint32_t rkey,
 		uint64_t id)
 {
-	struct ibv_send_wr wr, *bad;
-	struct ibv_sge s;
-
-	awr_wr(&wr, &s, p, loff, 8, raddr, rkey, id);
-	return droce_qp_post_send(p->qp[0], &wr, &bad);
+	return pair_post(p, IBV_WR_ATOMIC_WRITE, loff, 8, raddr, rkey, id);
 }
 
+/* One completion of side's CQ within a second: 0, or -1. */
 static int
 wait_one(struct pair *p, int side, struct ibv_wc *wc)
 {
-	return wait_wc(&L, p->cq[side], wc, 1000000000);
+	return pair_wait(p, side, wc, 1000000000);
 }
 
 /* What the wire carried, requests (dir 0) and responses (dir 1). */

@@ -17,44 +17,16 @@
 
 static struct fakelink L;
 
-struct pair {
-	struct droce_cq *cq[2];
-	struct droce_qp *qp[2];
-};
-
+/* A pair of type t on L, without buffers (each test has its own). */
 static void
 pair_make(struct pair *p, enum ibv_qp_type t)
 {
-	struct ibv_qp_init_attr ia;
-	struct fl_qp_opts o;
-	int s;
+	struct pair_cfg c = {
+		.type = t, .cqe = 256, .send_wr = 64, .sges = 4,
+		.max_inline = 128, .check_qp = 1,
+	};
 
-	for (s = 0; s < 2; s++) {
-		p->cq[s] = droce_cq_create(L.end[s].dev, 0, 256);
-		memset(&ia, 0, sizeof(ia));
-		ia.qp_type = t;
-		ia.cap.max_send_wr = 64;
-		ia.cap.max_recv_wr = 64;
-		ia.cap.max_send_sge = 4;
-		ia.cap.max_recv_sge = 4;
-		ia.cap.max_inline_data = 128;
-		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
-			NULL);
-		CHECK(p->qp[s] != NULL, "qp create");
-	}
-	fl_qp_opts_default(&o);
-	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], &o), 0, "connect");
-}
-
-static void
-pair_free(struct pair *p)
-{
-	int s;
-
-	for (s = 0; s < 2; s++) {
-		droce_qp_destroy(p->qp[s]);
-		droce_cq_destroy(p->cq[s]);
-	}
+	pair_create(&L, p, &c);
 }
 
 static void
@@ -81,12 +53,7 @@ static void
 rdma_wr(struct ibv_send_wr *wr, struct ibv_sge *s, enum ibv_wr_opcode op,
 		uint64_t id, const void *raddr, uint32_t rkey)
 {
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = id;
-	wr->sg_list = s;
-	wr->num_sge = 1;
-	wr->opcode = op;
-	wr->send_flags = IBV_SEND_SIGNALED;
+	wr_signaled(wr, s, op, id);
 	wr->wr.rdma.remote_addr = (uint64_t)(uintptr_t)raddr;
 	wr->wr.rdma.rkey = rkey;
 }
@@ -153,7 +120,7 @@ test_send(enum ibv_qp_type t, uint32_t len, int imm, int inl)
 	CHECK(rb.p[len + extra] == 0, "no overrun");
 	tbuf_fini(&sb);
 	tbuf_fini(&rb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -209,7 +176,7 @@ test_write(enum ibv_qp_type t, uint32_t len, int imm)
 	tbuf_fini(&sb);
 	tbuf_fini(&rb);
 	tbuf_fini(&rr);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -236,7 +203,7 @@ test_read(uint32_t len)
 	CHECK(lb.p[len] == 0, "read bounds");
 	tbuf_fini(&lb);
 	tbuf_fini(&rb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -291,7 +258,7 @@ test_atomics(void)
 	CHECK(*res == 7 && *target == 7, "cmp-swap no swap");
 	tbuf_fini(&lb);
 	tbuf_fini(&rb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* SEND with invalidate of a type 2 window bound at the responder. */
@@ -357,7 +324,7 @@ test_mw_inv(void)
 	tbuf_fini(&sb);
 	tbuf_fini(&rb);
 	tbuf_fini(&wb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* LOCAL_INV of a type 2 window at the responder, by its own QP: the
@@ -416,7 +383,7 @@ test_mw_local_inv(void)
 	droce_mw_dealloc(mw);
 	tbuf_fini(&sb);
 	tbuf_fini(&wb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* Type 1 window: bound with droce_mw_bind1 (ibv_bind_mw), used, unbound. */
@@ -465,7 +432,7 @@ test_mw_type1(void)
 	droce_mw_dealloc(mw);
 	tbuf_fini(&sb);
 	tbuf_fini(&wb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 struct dereg_arg {
@@ -549,7 +516,7 @@ test_dereg_waits(int give_up)
 	CHECK(pattern_ok(rb.p, 4096, 99), "data after dereg");
 	free(sb.p);
 	tbuf_fini(&rb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /*
@@ -588,7 +555,7 @@ test_dereg_mid_message(void)
 	CHECK(pattern_ok(rb.p, 1024, 5), "first frame's data");
 	free(sb.p);
 	tbuf_fini(&rb);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /*
@@ -653,7 +620,7 @@ test_fair_turns(void)
 			(unsigned long long)st.acks_tx);
 	}
 	for (i = 0; i < NQP; i++)
-		pair_free(&p[i]);
+		pair_destroy(&p[i]);
 	tbuf_fini(&sb);
 	tbuf_fini(&rb);
 }

@@ -13,12 +13,6 @@ static struct fakelink L;
 static int async_events[32];
 static void *async_obj;
 
-struct pair {
-	struct droce_cq *cq[2];
-	struct droce_qp *qp[2];
-	struct tbuf b[2];
-};
-
 static void
 on_async(void *arg, const struct ibv_async_event *ev)
 {
@@ -38,95 +32,28 @@ setup_link(void)
 	memset(async_events, 0, sizeof(async_events));
 }
 
+/* A fresh link, and on it a pair of type t with 64 KiB each side, side
+ * 1's registered with acc1, cqe entries a CQ (0: 64). */
 static void
 pair_make(struct pair *p, enum ibv_qp_type t, const struct fl_qp_opts *o,
 		unsigned int acc1, uint32_t cqe)
 {
-	struct ibv_qp_init_attr ia;
-	struct fl_qp_opts def;
-	int s;
+	struct pair_cfg c = {
+		.type = t, .cqe = cqe, .sges = 2,
+		.buf_len = 65536, .acc1 = acc1, .o = o,
+	};
 
 	setup_link();
-	if (o == NULL) {
-		fl_qp_opts_default(&def);
-		o = &def;
-	}
-	for (s = 0; s < 2; s++) {
-		p->cq[s] = droce_cq_create(L.end[s].dev, 0, cqe ? cqe : 64);
-		qp_attr(&ia, t, 16, 2);
-		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
-			NULL);
-		tbuf_init(&p->b[s], L.end[s].pd, 65536, s ? acc1 : ACC_ALL);
-	}
-	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], o), 0, "connect");
+	pair_create(&L, p, &c);
 }
 
-static void
-pair_free(struct pair *p)
-{
-	int s;
-
-	for (s = 0; s < 2; s++) {
-		droce_qp_destroy(p->qp[s]);
-		droce_cq_destroy(p->cq[s]);
-		tbuf_fini(&p->b[s]);
-	}
-}
-
-static int
-post_op_at(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint32_t loff,
-		uint64_t raddr, uint32_t rkey, uint64_t id)
-{
-	struct ibv_sge s = sge_of(&p->b[0], loff, len);
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = op;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = raddr;
-	wr.wr.rdma.rkey = rkey;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP) {
-		wr.wr.atomic.remote_addr = raddr;
-		wr.wr.atomic.rkey = rkey;
-		wr.wr.atomic.compare_add = 1;
-	}
-	return droce_qp_post_send(p->qp[0], &wr, &bad);
-}
-
+/* op of len bytes from the start of b[0] (an atomic adds 1). */
 static int
 post_op(struct pair *p, enum ibv_wr_opcode op, uint32_t len, uint64_t raddr,
 		uint32_t rkey, uint64_t id)
 {
-	return post_op_at(p, op, len, 0, raddr, rkey, id);
+	return pair_post(p, op, 0, len, raddr, rkey, id);
 }
-
-static void
-post_recv(struct pair *p, int side, uint32_t len, uint64_t id)
-{
-	struct ibv_sge s = sge_of(&p->b[side], 0, len);
-	struct ibv_recv_wr wr = { .wr_id = id, .sg_list = &s, .num_sge = 1 };
-	struct ibv_recv_wr *bad;
-
-	CHECK_EQ(droce_qp_post_recv(p->qp[side], &wr, &bad), 0, "post recv");
-}
-
-static enum ibv_wc_status
-wait_status(struct pair *p, int side, uint64_t max_ns, uint64_t *id)
-{
-	struct ibv_wc wc;
-
-	if (wait_wc(&L, p->cq[side], &wc, max_ns) != 0)
-		return (enum ibv_wc_status)-1;
-	if (id)
-		*id = wc.wr_id;
-	return wc.status;
-}
-
-#define REMOTE(pp, off) ((uint64_t)(uintptr_t)(pp)->b[1].p + (off))
-#define RKEY(pp) droce_mr_rkey((pp)->b[1].mr)
 
 static void
 test_retry_exc(void)
@@ -143,10 +70,10 @@ test_retry_exc(void)
 	CHECK_EQ(post_op(&p, IBV_WR_RDMA_WRITE, 100, REMOTE(&p, 0), RKEY(&p), 1),
 		0, "post");
 	CHECK_EQ(post_op(&p, IBV_WR_SEND, 100, 0, 0, 2), 0, "post 2");
-	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_RETRY_EXC_ERR,
+	CHECK_EQ(pair_status(&p, 0, 100000000, &id), IBV_WC_RETRY_EXC_ERR,
 		"retry exceeded");
 	CHECK_EQ(id, 1, "first WR fails");
-	CHECK_EQ(wait_status(&p, 0, 1000000, &id), IBV_WC_WR_FLUSH_ERR,
+	CHECK_EQ(pair_status(&p, 0, 1000000, &id), IBV_WC_WR_FLUSH_ERR,
 		"next flushed");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP in ERR");
 	/* exactly 1 + retry_cnt transmissions: 3 timeouts counted */
@@ -158,9 +85,9 @@ test_retry_exc(void)
 	}
 	/* a WR posted in ERR completes with a flush error */
 	CHECK_EQ(post_op(&p, IBV_WR_SEND, 10, 0, 0, 3), 0, "post in ERR");
-	CHECK_EQ(wait_status(&p, 0, 1000000, &id), IBV_WC_WR_FLUSH_ERR,
+	CHECK_EQ(pair_status(&p, 0, 1000000, &id), IBV_WC_WR_FLUSH_ERR,
 		"post in ERR flushed");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -176,7 +103,7 @@ test_rnr(int rnr_retry)
 	pair_make(&p, IBV_QPT_RC, &o, ACC_ALL, 0);
 	CHECK_EQ(post_op(&p, IBV_WR_SEND, 100, 0, 0, 1), 0, "post send");
 	if (rnr_retry != 7) {
-		CHECK_EQ(wait_status(&p, 0, 100000000, &id),
+		CHECK_EQ(pair_status(&p, 0, 100000000, &id),
 			IBV_WC_RNR_RETRY_EXC_ERR, "RNR retry exceeded");
 		CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP in ERR");
 		{
@@ -188,16 +115,16 @@ test_rnr(int rnr_retry)
 	} else {
 		/* 7 = retry forever: nothing completes until a recv comes */
 		fl_step(&L, 1000);
-		CHECK_EQ((int)wait_status(&p, 0, 20000000, &id), -1,
+		CHECK_EQ((int)pair_status(&p, 0, 20000000, &id), -1,
 			"no completion while RNR");
-		post_recv(&p, 1, 200, 9);
-		CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_SUCCESS,
+		pair_post_recv(&p, 1, 0, 200, 9);
+		CHECK_EQ(pair_status(&p, 0, 100000000, &id), IBV_WC_SUCCESS,
 			"succeeds once a receive is posted");
-		CHECK_EQ(wait_status(&p, 1, 100000000, &id), IBV_WC_SUCCESS,
+		CHECK_EQ(pair_status(&p, 1, 100000000, &id), IBV_WC_SUCCESS,
 			"received");
 		CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_RTS, "still RTS");
 	}
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* A multi-packet WRITE with immediate whose last packet meets no receive
@@ -212,16 +139,16 @@ test_rnr_write_imm(void)
 	pattern(p.b[0].p, 3000, 17);
 	CHECK_EQ(post_op(&p, IBV_WR_RDMA_WRITE_WITH_IMM, 3000, REMOTE(&p, 8192),
 		RKEY(&p), 1), 0, "post write imm");
-	CHECK_EQ((int)wait_status(&p, 0, 3000000, &id), -1,
+	CHECK_EQ((int)pair_status(&p, 0, 3000000, &id), -1,
 		"waits while the responder has no receive");
-	post_recv(&p, 1, 16, 2);
-	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_SUCCESS,
+	pair_post_recv(&p, 1, 0, 16, 2);
+	CHECK_EQ(pair_status(&p, 0, 100000000, &id), IBV_WC_SUCCESS,
 		"write with imm completes after RNR");
-	CHECK_EQ(wait_status(&p, 1, 100000000, &id), IBV_WC_SUCCESS,
+	CHECK_EQ(pair_status(&p, 1, 100000000, &id), IBV_WC_SUCCESS,
 		"its receive completes");
 	CHECK(pattern_ok(p.b[1].p + 8192, 3000, 17), "data intact after RNR");
 	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_RTS, "responder RTS");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -257,12 +184,12 @@ test_rem_access(int how)
 	}
 	CHECK_EQ(post_op(&p, op, op == IBV_WR_ATOMIC_FETCH_AND_ADD ? 8 : 100,
 		addr, rkey, 1), 0, "post");
-	CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_REM_ACCESS_ERR,
+	CHECK_EQ(pair_status(&p, 0, 100000000, NULL), IBV_WC_REM_ACCESS_ERR,
 		"remote access error");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "requester ERR");
 	fl_run_idle(&L, 10000000);
 	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_ERR, "responder ERR");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -276,10 +203,10 @@ test_inv_req_read(void)
 	pair_make(&p, IBV_QPT_RC, &o, ACC_ALL, 0);
 	CHECK_EQ(post_op(&p, IBV_WR_RDMA_READ, 100, REMOTE(&p, 0), RKEY(&p), 1),
 		0, "post read");
-	CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_REM_INV_REQ_ERR,
+	CHECK_EQ(pair_status(&p, 0, 100000000, NULL), IBV_WC_REM_INV_REQ_ERR,
 		"invalid request");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "requester ERR");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* A crafted misaligned CmpSwap straight into the responder. */
@@ -303,7 +230,7 @@ test_misaligned_atomic(void)
 	droce_qp_stats(p.qp[1], &st);
 	CHECK_EQ(st.nak_inv_tx, 1, "invalid request NAK sent");
 	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_ERR, "responder ERR");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -313,16 +240,16 @@ test_loc_len(void)
 	uint64_t id;
 
 	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
-	post_recv(&p, 1, 50, 7);	/* too small for 100 bytes */
+	pair_post_recv(&p, 1, 0, 50, 7);	/* too small for 100 bytes */
 	CHECK_EQ(post_op(&p, IBV_WR_SEND, 100, 0, 0, 1), 0, "post send");
-	CHECK_EQ(wait_status(&p, 1, 100000000, &id), IBV_WC_LOC_LEN_ERR,
+	CHECK_EQ(pair_status(&p, 1, 100000000, &id), IBV_WC_LOC_LEN_ERR,
 		"receiver: local length error");
 	CHECK_EQ(id, 7, "the receive WR");
-	CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_REM_INV_REQ_ERR,
+	CHECK_EQ(pair_status(&p, 0, 100000000, NULL), IBV_WC_REM_INV_REQ_ERR,
 		"sender: remote invalid request");
 	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_ERR, "receiver ERR");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "sender ERR");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -344,24 +271,24 @@ test_loc_prot(void)
 	wr.num_sge = 1;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
-	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
+	CHECK_EQ(pair_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
 		"local protection error");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_ERR, "QP ERR");
 	/* a one-packet message is checked by its gather: nothing left */
 	droce_tp_queue_stats(L.end[0].q, &st);
 	CHECK_EQ(st.tx_pkts, 0, "no frame of the failed SEND left");
 	/* an SGE outside its MR is a protection error too */
-	pair_free(&p);
+	pair_destroy(&p);
 	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
 	s = sge_of(&p.b[0], 65536 - 50, 100);
 	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
-	CHECK_EQ(wait_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
+	CHECK_EQ(pair_status(&p, 0, 100000000, &id), IBV_WC_LOC_PROT_ERR,
 		"SGE beyond the MR");
 	droce_tp_queue_stats(L.end[0].q, &st);
 	CHECK_EQ(st.tx_pkts, 0, "no frame of the SEND beyond its MR left");
 	/* several packets: the second SGE is nobody's, the first is fine;
 	 * no packet of the message may leave */
-	pair_free(&p);
+	pair_destroy(&p);
 	pair_make(&p, IBV_QPT_RC, NULL, ACC_ALL, 0);
 	{
 		/* the first packet (path MTU 4096) lies in the first */
@@ -372,13 +299,13 @@ test_loc_prot(void)
 		wr.sg_list = two;
 		wr.num_sge = 2;
 		CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post");
-		CHECK_EQ(wait_status(&p, 0, 100000000, &id),
+		CHECK_EQ(pair_status(&p, 0, 100000000, &id),
 			IBV_WC_LOC_PROT_ERR, "second SGE nobody's");
 		droce_tp_queue_stats(L.end[0].q, &st);
 		CHECK_EQ(st.tx_pkts, 0,
 			"no packet of the failing 8000-byte SEND left");
 	}
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -399,7 +326,7 @@ test_cq_overflow(void)
 	CHECK(n == 1 && wc[0].wr_id == 100, "the first completion kept: n=%d",
 		n);
 	CHECK_EQ(droce_cq_poll(p.cq[0], wc, 4), -EOVERFLOW, "then overflow");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -595,7 +522,7 @@ test_dup_atomic(void)
 	for (i = 0; i < 5; i++) {
 		CHECK_EQ(post_op(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
 			REMOTE(&p, 0), RKEY(&p), (uint64_t)i), 0, "post");
-		CHECK_EQ(wait_status(&p, 0, 100000000, NULL), IBV_WC_SUCCESS,
+		CHECK_EQ(pair_status(&p, 0, 100000000, NULL), IBV_WC_SUCCESS,
 			"fetch-add");
 	}
 	fl_run_idle(&L, 10000000);
@@ -603,7 +530,7 @@ test_dup_atomic(void)
 	droce_qp_stats(p.qp[1], &st);
 	CHECK(st.atomic_replays >= 5, "duplicates answered from the cache: %llu",
 		(unsigned long long)st.atomic_replays);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static int drop_first_resp_left;
@@ -636,12 +563,12 @@ test_dup_read(void)
 	L.filter = drop_read_resp;
 	CHECK_EQ(post_op(&p, IBV_WR_RDMA_READ, 8000, REMOTE(&p, 0), RKEY(&p), 1),
 		0, "post read");
-	CHECK_EQ(wait_status(&p, 0, 1000000000, NULL), IBV_WC_SUCCESS, "read");
+	CHECK_EQ(pair_status(&p, 0, 1000000000, NULL), IBV_WC_SUCCESS, "read");
 	CHECK(pattern_ok(p.b[0].p, 8000, 5), "read data after a lost response");
 	droce_qp_stats(p.qp[0], &st);
 	CHECK(st.retransmits + st.out_of_seq_rx >= 1, "the READ was resent");
 	L.filter = NULL;
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* The response PSNs the responder sent, in order. */
@@ -688,7 +615,7 @@ test_dup_read_replay(void)
 	pattern(p.b[1].p, len, 21);
 	CHECK_EQ(post_op(&p, IBV_WR_RDMA_READ, len, REMOTE(&p, 0), RKEY(&p), 1),
 		0, "post read");
-	CHECK_EQ(wait_status(&p, 0, 1000000000, NULL), IBV_WC_SUCCESS, "read");
+	CHECK_EQ(pair_status(&p, 0, 1000000000, NULL), IBV_WC_SUCCESS, "read");
 	fl_run_idle(&L, 10000000);
 	droce_qp_query(p.qp[1], &a, 0, &ia);
 	first = (a.rq_psn - npsn) & DROCE_PSN_MASK;
@@ -742,7 +669,7 @@ test_dup_read_replay(void)
 	CHECK(pattern_ok(p.b[0].p, len, 21), "the READ's data");
 	CHECK_EQ(droce_qp_state(p.qp[0]), IBV_QPS_RTS, "requester fine");
 	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_RTS, "responder fine");
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* Frames of one direction past the first gone_keep ones, dropped while
@@ -801,7 +728,7 @@ test_mr_gone(enum ibv_wr_opcode op)
 		(unsigned long long)L.cnt[gone_dir].delivered);
 	CHECK_EQ(droce_mr_dereg(t.mr), 0, "dereg mid-message");
 	gone_drop = 0;
-	s = wait_status(&p, 0, 1000000000, NULL);
+	s = pair_status(&p, 0, 1000000000, NULL);
 	CHECK(s == IBV_WC_REM_ACCESS_ERR, "%s after the MR went: status %d",
 		op == IBV_WR_RDMA_WRITE ? "WRITE" : "READ", s);
 	if (op == IBV_WR_RDMA_WRITE) {
@@ -814,7 +741,7 @@ test_mr_gone(enum ibv_wr_opcode op)
 	}
 	L.filter = NULL;
 	free(t.p);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* Responses (READ and atomic) seen by the requester, in arrival order. */
@@ -860,16 +787,17 @@ resp_order_round(struct pair *p, uint32_t base_id, int expect_order)
 
 	for (i = 0; i < 12; i++) {
 		if (i % 4 == 3)
-			CHECK_EQ(post_op_at(p, IBV_WR_ATOMIC_FETCH_AND_ADD, 8,
-				40000 + (uint32_t)i * 8, REMOTE(p, 60000),
+			CHECK_EQ(pair_post(p, IBV_WR_ATOMIC_FETCH_AND_ADD,
+				40000 + (uint32_t)i * 8, 8, REMOTE(p, 60000),
 				RKEY(p), base_id + i), 0, "post fetch-add");
 		else
-			CHECK_EQ(post_op_at(p, IBV_WR_RDMA_READ, 2500,
-				(uint32_t)i * 2500, REMOTE(p, (uint32_t)i * 2500),
-				RKEY(p), base_id + i), 0, "post read");
+			CHECK_EQ(pair_post(p, IBV_WR_RDMA_READ,
+				(uint32_t)i * 2500, 2500,
+				REMOTE(p, (uint32_t)i * 2500), RKEY(p),
+				base_id + i), 0, "post read");
 	}
 	for (i = 0; i < 12; i++)
-		if (wait_status(p, 0, 2000000000, NULL) != IBV_WC_SUCCESS)
+		if (pair_status(p, 0, 2000000000, NULL) != IBV_WC_SUCCESS)
 			ok = 0;
 	CHECK(ok, "12 READs and atomics complete with success");
 	for (i = 0; i < 12; i++) {
@@ -911,7 +839,7 @@ test_resp_order(void)
 	resp_seq.drop_nth = 0;
 	resp_order_round(&p, 300, 1);
 	L.filter = NULL;
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static int uc_drop_nth, uc_seen;
@@ -941,13 +869,13 @@ test_uc_broken(void)
 	uc_drop_nth = 0;
 	uc_seen = 0;
 	L.filter = drop_uc_middle;
-	post_recv(&p, 1, 8192, 1);
-	post_recv(&p, 1, 8192, 2);
+	pair_post_recv(&p, 1, 0, 8192, 1);
+	pair_post_recv(&p, 1, 0, 8192, 2);
 	pattern(p.b[0].p, 3000, 1);
 	CHECK_EQ(post_op(&p, IBV_WR_SEND, 3000, 0, 0, 1), 0, "send 1");
 	CHECK_EQ(post_op(&p, IBV_WR_SEND, 3000, 0, 0, 2), 0, "send 2");
-	CHECK_EQ(wait_status(&p, 0, 10000000, NULL), IBV_WC_SUCCESS, "sent 1");
-	CHECK_EQ(wait_status(&p, 0, 10000000, NULL), IBV_WC_SUCCESS, "sent 2");
+	CHECK_EQ(pair_status(&p, 0, 10000000, NULL), IBV_WC_SUCCESS, "sent 1");
+	CHECK_EQ(pair_status(&p, 0, 10000000, NULL), IBV_WC_SUCCESS, "sent 2");
 	CHECK_EQ(wait_wc(&L, p.cq[1], &wc, 10000000), 0, "one message");
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 3000 &&
 		wc.wr_id == 1, "the second message lands in the first WQE");
@@ -957,7 +885,7 @@ test_uc_broken(void)
 	CHECK(st.rx_drop_uc >= 1, "the rest of the broken one dropped");
 	CHECK_EQ(droce_qp_state(p.qp[1]), IBV_QPS_RTS, "UC stays RTS");
 	L.filter = NULL;
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 static void
@@ -974,7 +902,7 @@ test_ud_qkey(void)
 	pair_make(&p, IBV_QPT_UD, NULL, ACC_ALL, 0);
 	fl_av_to(&L, 0, &av);
 	ah = droce_ah_create(L.end[0].pd, &av);
-	post_recv(&p, 1, 2048, 1);
+	pair_post_recv(&p, 1, 0, 2048, 1);
 	s = sge_of(&p.b[0], 0, 100);
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_SEND;
@@ -988,7 +916,7 @@ test_ud_qkey(void)
 	droce_tp_queue_stats(L.end[1].q, &st);
 	CHECK_EQ(st.rx_drop_qkey, 1, "Q_Key violation counted");
 	droce_ah_destroy(ah);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 int

@@ -34,13 +34,7 @@
 
 static struct fakelink L;
 static char dir[64];
-
-struct pair {
-	struct droce_cq *cq[2];
-	struct droce_qp *qp[2];
-	struct tbuf b[2];
-	int fd;			/* side 1's buffer is this file's, or -1 */
-};
+static int mr_fd = -1;	/* the pair's side 1 buffer is this file's, or -1 */
 
 /* A file of len bytes under dir, mapped shared: its descriptor in *fd. */
 static uint8_t *
@@ -66,8 +60,11 @@ static void
 pair_make_t(struct pair *p, enum ibv_qp_type t, unsigned int acc1,
 		unsigned int qp_acc, int file, uint8_t max_dest_rd_atomic)
 {
-	struct ibv_qp_init_attr ia;
 	struct fl_qp_opts o;
+	struct pair_cfg c = {
+		.type = t, .cqe = 512, .send_wr = 256, .recv_wr = 16,
+		.sges = 2, .buf_len = BUF_LEN, .acc1 = acc1, .o = &o,
+	};
 	int s;
 
 	fl_fini(&L);
@@ -75,31 +72,23 @@ pair_make_t(struct pair *p, enum ibv_qp_type t, unsigned int acc1,
 	fl_qp_opts_default(&o);
 	o.access = qp_acc;
 	o.max_dest_rd_atomic = max_dest_rd_atomic;
-	p->fd = -1;
+	mr_fd = -1;
 	for (s = 0; s < 2; s++) {
-		p->cq[s] = droce_cq_create(L.end[s].dev, 0, 512);
-		memset(&ia, 0, sizeof(ia));
-		ia.qp_type = t;
-		ia.cap.max_send_wr = 256;
-		ia.cap.max_recv_wr = 16;
-		ia.cap.max_send_sge = 2;
-		ia.cap.max_recv_sge = 2;
-		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
-			NULL);
 		if (s == 1 && file) {
+			c.buf_len = 0;
+			pair_side(&L, p, s, &c);
 			p->b[1].len = BUF_LEN;
-			p->b[1].p = file_map("mr", BUF_LEN, &p->fd, MAP_SHARED);
+			p->b[1].p = file_map("mr", BUF_LEN, &mr_fd, MAP_SHARED);
 			CHECK(p->b[1].p != NULL, "file mapping");
 			p->b[1].mr = droce_mr_reg(L.end[1].pd, p->b[1].p,
 				BUF_LEN, (uint64_t)(uintptr_t)p->b[1].p, acc1);
 		} else {
-			tbuf_init(&p->b[s], L.end[s].pd, BUF_LEN,
-				s ? acc1 : ACC_ALL);
+			pair_side(&L, p, s, &c);
 		}
 		CHECK(p->b[s].mr != NULL, "MR of side %d: %s", s,
 			strerror(errno));
 	}
-	CHECK_EQF(fl_connect(&L, p->qp[0], p->qp[1], &o), 0, "connect");
+	pair_connect(p, &c);
 }
 
 static void
@@ -111,26 +100,20 @@ pair_make(struct pair *p, unsigned int acc1, int file)
 static void
 pair_free(struct pair *p)
 {
-	int s;
+	struct tbuf f = p->b[1];
 
-	for (s = 0; s < 2; s++) {
-		droce_qp_destroy(p->qp[s]);
-		droce_cq_destroy(p->cq[s]);
-	}
-	tbuf_fini(&p->b[0]);
-	if (p->fd >= 0) {
-		droce_mr_dereg(p->b[1].mr);
-		munmap(p->b[1].p, BUF_LEN);
-		close(p->fd);
-	} else {
-		tbuf_fini(&p->b[1]);
+	if (mr_fd >= 0)		/* not a tbuf: pair_destroy leaves it */
+		memset(&p->b[1], 0, sizeof(p->b[1]));
+	pair_destroy(p);
+	if (mr_fd >= 0) {
+		droce_mr_dereg(f.mr);
+		munmap(f.p, BUF_LEN);
+		close(mr_fd);
+		mr_fd = -1;
 	}
 	L.filter = NULL;
 	memset(L.faults, 0, sizeof(L.faults));
 }
-
-#define REMOTE(pp, off) ((uint64_t)(uintptr_t)(pp)->b[1].p + (off))
-#define RKEY(pp) droce_mr_rkey((pp)->b[1].mr)
 
 /* A FLUSH WR in droce_qp_post_send's terms (what ibv_wr_flush builds). */
 static void
@@ -151,21 +134,14 @@ static void
 write_wr(struct ibv_send_wr *wr, struct ibv_sge *s, struct pair *p,
 		uint32_t off, uint32_t len, uint64_t id)
 {
-	*s = sge_of(&p->b[0], off, len);
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = id;
-	wr->opcode = IBV_WR_RDMA_WRITE;
-	wr->sg_list = s;
-	wr->num_sge = 1;
-	wr->send_flags = IBV_SEND_SIGNALED;
-	wr->wr.rdma.remote_addr = REMOTE(p, off);
-	wr->wr.rdma.rkey = RKEY(p);
+	pair_wr(p, wr, s, IBV_WR_RDMA_WRITE, off, len, REMOTE(p, off), RKEY(p),
+		id);
 }
 
 static int
 wait_one(struct pair *p, int side, struct ibv_wc *wc)
 {
-	return wait_wc(&L, p->cq[side], wc, 1000000000);
+	return pair_wait(p, side, wc, 1000000000);
 }
 
 /* What the wire carried: FLUSH requests (dir 0), empty READ responses
@@ -274,7 +250,7 @@ test_data(void)
 		write_flush(&p, off, len, i & 2 ? DROCE_FLUSH_PERSISTENT :
 			DROCE_FLUSH_PERSISTENT | DROCE_FLUSH_GLOBAL,
 			i & 1 ? DROCE_FLUSH_MR : DROCE_FLUSH_RANGE, 10 * i);
-		CHECK_EQF(pread(p.fd, back, len, off), len, "read the file");
+		CHECK_EQF(pread(mr_fd, back, len, off), len, "read the file");
 		CHECK(pattern_ok(back, len, 10 * i), "flush %u: in the file",
 			i);
 	}
@@ -629,7 +605,7 @@ test_lossy(void)
 			IBV_WC_RDMA_WRITE, "opcode of %u", done);
 		done++;
 	}
-	CHECK_EQF(pread(p.fd, back, 300 * n / 2, 0), 300 * n / 2, "read back");
+	CHECK_EQF(pread(mr_fd, back, 300 * n / 2, 0), 300 * n / 2, "read back");
 	for (i = 0; i < n; i += 2)
 		CHECK(pattern_ok(back + 300 * (i / 2), 300, i), "write %u", i);
 	CHECK(L.cnt[0].dropped + L.cnt[1].dropped > 0, "the link lost frames");

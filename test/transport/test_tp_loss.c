@@ -19,12 +19,6 @@
 
 static struct fakelink L;
 
-struct pair {
-	struct droce_cq *cq[2];
-	struct droce_qp *qp[2];
-	struct tbuf b[2];
-};
-
 /* The frames sent (lost ones too): which to drop (by index per
  * direction since watch_reset), and what each side sent. */
 #define MAX_DROP 8
@@ -125,23 +119,15 @@ run_until_sent(uint32_t n)
 static void
 pair_make_sr(struct pair *p, int sr)
 {
-	struct ibv_qp_init_attr ia;
-	struct fl_qp_opts o;
-	int s;
+	struct pair_cfg c = {
+		.set_sr = 1, .sr = sr,
+		.buf_len = 1 << 20, .acc1 = ACC_ALL,
+	};
 
-	fl_qp_opts_default(&o);
 	CHECK_EQ(fl_init(&L, 5, 1500), 0, "fakelink");
 	L.filter = watch;
 	watch_reset(0, UINT32_MAX, UINT32_MAX);
-	for (s = 0; s < 2; s++) {
-		p->cq[s] = droce_cq_create(L.end[s].dev, 0, 64);
-		qp_attr(&ia, IBV_QPT_RC, 16, 1);
-		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
-			NULL);
-		CHECK_EQ(droce_qp_set_sr(p->qp[s], sr), 0, "selective repeat");
-		tbuf_init(&p->b[s], L.end[s].pd, 1 << 20, ACC_ALL);
-	}
-	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], &o), 0, "connect");
+	pair_create(&L, p, &c);
 	CHECK_EQ(droce_qp_sr(p->qp[0]), sr, "selective repeat as set");
 	CHECK_EQ(droce_qp_set_sr(p->qp[0], sr), -EINVAL,
 		"selective repeat set only before the connection");
@@ -156,55 +142,17 @@ pair_make(struct pair *p)
 static void
 pair_free(struct pair *p)
 {
-	int s;
-
-	for (s = 0; s < 2; s++) {
-		droce_qp_destroy(p->qp[s]);
-		droce_cq_destroy(p->cq[s]);
-		tbuf_fini(&p->b[s]);
-	}
+	pair_destroy(p);
 	fl_fini(&L);
 }
 
+/* op from off in b[0] to off in b[1] (an atomic adds 1). */
 static void
 post_rdma(struct pair *p, enum ibv_wr_opcode op, uint32_t off, uint32_t len,
 		uint64_t id)
 {
-	struct ibv_sge s = sge_of(&p->b[0], off, len);
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = op;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-		wr.wr.atomic.remote_addr = (uint64_t)(uintptr_t)p->b[1].p + off;
-		wr.wr.atomic.rkey = droce_mr_rkey(p->b[1].mr);
-		wr.wr.atomic.compare_add = 1;
-	} else {
-		wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)p->b[1].p + off;
-		wr.wr.rdma.rkey = droce_mr_rkey(p->b[1].mr);
-	}
-	CHECK_EQ(droce_qp_post_send(p->qp[0], &wr, &bad), 0, "post");
-}
-
-/* n completions on side 0, in order from id first, each a success. */
-static void
-expect_done(struct pair *p, uint64_t first, uint32_t n, const char *what)
-{
-	struct ibv_wc wc;
-	uint32_t i;
-
-	for (i = 0; i < n; i++) {
-		int rc = wait_wc(&L, p->cq[0], &wc, 2000000000ull);
-
-		CHECK(rc == 0 && wc.status == IBV_WC_SUCCESS &&
-			wc.wr_id == first + i, "%s: completion %u (rc %d "
-			"status %d id %" PRIu64 ")", what, i, rc, wc.status,
-			wc.wr_id);
-	}
+	CHECK_EQ(pair_post(p, op, off, len, REMOTE(p, off), RKEY(p), id), 0,
+		"post");
 }
 
 /*
@@ -222,7 +170,7 @@ test_read_two_holes(void)
 	pattern(p.b[1].p, 16384, 3);
 	watch_reset(1, 4, 9);
 	post_rdma(&p, IBV_WR_RDMA_READ, 0, 16384, 1);
-	expect_done(&p, 1, 1, "READ with two holes");
+	pair_expect_done(&p, 1, 1, "READ with two holes");
 	CHECK(pattern_ok(p.b[0].p, 16384, 3), "READ: every byte");
 	base = W.read_psn[0];
 	CHECK_EQ(W.reads, 3, "the READ and one request per hole");
@@ -256,7 +204,7 @@ test_read_tail_hole(void)
 	post_rdma(&p, IBV_WR_RDMA_READ, 0, 8192, 10);
 	post_rdma(&p, IBV_WR_RDMA_READ, 8192, 8192, 11);
 	post_rdma(&p, IBV_WR_RDMA_READ, 16384, 8192, 12);
-	expect_done(&p, 10, 3, "three READs, the first's tail lost");
+	pair_expect_done(&p, 10, 3, "three READs, the first's tail lost");
 	CHECK(pattern_ok(p.b[0].p, 3 * 8192, 4), "READs: every byte");
 	CHECK_EQ(W.reads, 4, "three READs and one for the hole");
 	CHECK_EQ(W.read_len[3], 1024, "the hole: one PSN");
@@ -283,26 +231,13 @@ test_atomic_answer_lost(void)
 	watch_reset(1, 0, UINT32_MAX);
 	post_rdma(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, 20);
 	post_rdma(&p, IBV_WR_RDMA_READ, 4096, 4096, 21);
-	expect_done(&p, 20, 2, "fetch-add, its answer lost, then a READ");
+	pair_expect_done(&p, 20, 2, "fetch-add, its answer lost, then a READ");
 	memcpy(&v, p.b[1].p, 8);
 	CHECK_EQ(v, 1, "added once");
 	CHECK_EQ(W.atomics, 2, "the fetch-add sent twice");
 	CHECK_EQ(W.reads, 1, "the READ once");
 	CHECK(pattern_ok(p.b[0].p + 4096, 4096, 5), "READ: every byte");
 	pair_free(&p);
-}
-
-static void
-post_recv(struct pair *p, uint32_t off, uint32_t len, uint64_t id)
-{
-	struct ibv_sge s = sge_of(&p->b[1], off, len);
-	struct ibv_recv_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	CHECK_EQ(droce_qp_post_recv(p->qp[1], &wr, &bad), 0, "post recv");
 }
 
 /* A few WRITEs without loss: a round trip measured. */
@@ -313,7 +248,7 @@ warm_up(struct pair *p)
 
 	for (i = 0; i < 8; i++) {
 		post_rdma(p, IBV_WR_RDMA_WRITE, 0, 2048, 1000 + i);
-		expect_done(p, 1000 + i, 1, "warm-up WRITE");
+		pair_expect_done(p, 1000 + i, 1, "warm-up WRITE");
 	}
 }
 
@@ -333,7 +268,7 @@ test_sr_write_holes(void)
 	watch_reset(0, 3, 10);
 	W.drop[0][W.ndrop[0]++] = 11;
 	post_rdma(&p, IBV_WR_RDMA_WRITE, 0, 32768, 30);
-	expect_done(&p, 30, 1, "SR WRITE with three holes");
+	pair_expect_done(&p, 30, 1, "SR WRITE with three holes");
 	fl_run_idle(&L, 10000000);
 	CHECK(pattern_ok(p.b[1].p, 32768, 6), "SR WRITE: every byte");
 	CHECK_EQ(W.data, 35, "32 packets and the three lost");
@@ -366,7 +301,7 @@ test_sr_tail(void)
 	pattern(p.b[0].p, 8192, 7);
 	watch_reset(0, 6, 7);
 	post_rdma(&p, IBV_WR_RDMA_WRITE, 0, 8192, 40);
-	expect_done(&p, 40, 1, "SR WRITE, its tail lost");
+	pair_expect_done(&p, 40, 1, "SR WRITE, its tail lost");
 	CHECK(pattern_ok(p.b[1].p, 8192, 7), "tail: every byte");
 	droce_qp_stats(p.qp[0], &st1);
 	CHECK_EQ(st1.resent_pkts - st0.resent_pkts, 2, "the two sent again");
@@ -396,25 +331,19 @@ test_sr_mixed(void)
 	pattern(p.b[0].p + 8192, 3000, 9);
 	pattern(p.b[1].p + 16384, 4096, 10);
 	pattern(p.b[0].p + 24576, 2048, 11);
-	post_recv(&p, 100000, 8192, 50);
-	post_recv(&p, 110000, 64, 51);
+	pair_post_recv(&p, 1, 100000, 8192, 50);
+	pair_post_recv(&p, 1, 110000, 64, 51);
 	watch_reset(0, 8, UINT32_MAX);	/* the READ request */
 	keep(1, 0);	/* the SEND's 2nd: held back */
 	keep(6, 1);	/* the WRITE's 2nd: through, and again later */
 	post_rdma(&p, IBV_WR_SEND, 0, 5000, 60);
 	{
-		struct ibv_sge s = sge_of(&p.b[0], 8192, 3000);
 		struct ibv_send_wr wr, *bad;
+		struct ibv_sge s;
 
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 61;
-		wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-		wr.sg_list = &s;
-		wr.num_sge = 1;
-		wr.send_flags = IBV_SEND_SIGNALED;
+		pair_wr(&p, &wr, &s, IBV_WR_RDMA_WRITE_WITH_IMM, 8192, 3000,
+			REMOTE(&p, 8192), RKEY(&p), 61);
 		wr.imm_data = 0x12345678;
-		wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)p.b[1].p + 8192;
-		wr.wr.rdma.rkey = droce_mr_rkey(p.b[1].mr);
 		CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0, "post imm");
 	}
 	post_rdma(&p, IBV_WR_RDMA_READ, 16384, 4096, 62);
@@ -423,7 +352,8 @@ test_sr_mixed(void)
 	run_until_sent(12);
 	inject(0);	/* the SEND's 2nd, after everything */
 	inject(1);	/* the WRITE's 2nd, a second time */
-	expect_done(&p, 60, 5, "SR: SEND, WRITE imm, READ, fetch-add, WRITE");
+	pair_expect_done(&p, 60, 5,
+		"SR: SEND, WRITE imm, READ, fetch-add, WRITE");
 	CHECK(wait_wc(&L, p.cq[1], &wc, 1000000000) == 0 && wc.wr_id == 50 &&
 		wc.status == IBV_WC_SUCCESS && wc.byte_len == 5000 &&
 		wc.opcode == IBV_WC_RECV, "the SEND received first, whole");

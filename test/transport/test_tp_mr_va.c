@@ -59,43 +59,13 @@ vsge(struct vbuf *b, size_t off, uint32_t len)
 	return s;
 }
 
-struct pair {
-	struct droce_cq *cq[2];
-	struct droce_qp *qp[2];
-};
-
+/* An RC pair on L, without tbufs: the tests register vbufs. */
 static void
 pair_make(struct pair *p)
 {
-	struct ibv_qp_init_attr ia;
-	struct fl_qp_opts o;
-	int s;
+	struct pair_cfg c = { .sges = 2, .check_qp = 1 };
 
-	for (s = 0; s < 2; s++) {
-		p->cq[s] = droce_cq_create(L.end[s].dev, 0, 64);
-		memset(&ia, 0, sizeof(ia));
-		ia.qp_type = IBV_QPT_RC;
-		ia.cap.max_send_wr = 16;
-		ia.cap.max_recv_wr = 16;
-		ia.cap.max_send_sge = 2;
-		ia.cap.max_recv_sge = 2;
-		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
-			NULL);
-		CHECK(p->qp[s] != NULL, "qp create");
-	}
-	fl_qp_opts_default(&o);
-	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], &o), 0, "connect");
-}
-
-static void
-pair_free(struct pair *p)
-{
-	int s;
-
-	for (s = 0; s < 2; s++) {
-		droce_qp_destroy(p->qp[s]);
-		droce_cq_destroy(p->cq[s]);
-	}
+	pair_create(&L, p, &c);
 }
 
 static int
@@ -121,14 +91,11 @@ post1(struct droce_qp *qp, enum ibv_wr_opcode op, struct ibv_sge *s,
 	return droce_qp_post_send(qp, &wr, &bad);
 }
 
+/* The status of side's next completion within 100 ms, or -1. */
 static enum ibv_wc_status
-wait1(struct droce_cq *cq)
+wait1(struct pair *p, int side)
 {
-	struct ibv_wc wc;
-
-	if (wait_wc(&L, cq, &wc, 100000000) != 0)
-		return (enum ibv_wc_status)-1;
-	return wc.status;
+	return pair_status(p, side, 100000000, NULL);
 }
 
 static void
@@ -152,8 +119,8 @@ test_ops(uint32_t len)
 	s[0] = vsge(&a, 0, len / 2);
 	s[1] = vsge(&a, len / 2 + 16, len - len / 2);
 	CHECK_EQ(post1(p.qp[0], IBV_WR_SEND, s, 2, 0, 0), 0, "post send");
-	CHECK_EQ(wait1(p.cq[0]), IBV_WC_SUCCESS, "send wc");
-	CHECK_EQ(wait1(p.cq[1]), IBV_WC_SUCCESS, "recv wc");
+	CHECK_EQ(wait1(&p, 0), IBV_WC_SUCCESS, "send wc");
+	CHECK_EQ(wait1(&p, 1), IBV_WC_SUCCESS, "recv wc");
 	CHECK(memcmp(b.p + 8, a.p, len / 2) == 0 &&
 		memcmp(b.p + 8 + len / 2, a.p + len / 2 + 16,
 			len - len / 2) == 0, "send data len %u", len);
@@ -165,7 +132,7 @@ test_ops(uint32_t len)
 	s[0] = vsge(&a, 32, len);
 	CHECK_EQ(post1(p.qp[0], IBV_WR_RDMA_WRITE, s, 1, b.va + 64,
 		droce_mr_rkey(b.mr)), 0, "post write");
-	CHECK_EQ(wait1(p.cq[0]), IBV_WC_SUCCESS, "write wc");
+	CHECK_EQ(wait1(&p, 0), IBV_WC_SUCCESS, "write wc");
 	CHECK(memcmp(b.p + 64, a.p + 32, len) == 0, "write data len %u", len);
 	CHECK(b.p[63] == 0 && b.p[64 + len] == 0, "write bounds");
 
@@ -175,7 +142,7 @@ test_ops(uint32_t len)
 	s[0] = vsge(&a, 16, len);
 	CHECK_EQ(post1(p.qp[0], IBV_WR_RDMA_READ, s, 1, b.va + 8,
 		droce_mr_rkey(b.mr)), 0, "post read");
-	CHECK_EQ(wait1(p.cq[0]), IBV_WC_SUCCESS, "read wc");
+	CHECK_EQ(wait1(&p, 0), IBV_WC_SUCCESS, "read wc");
 	CHECK(memcmp(a.p + 16, b.p + 8, len) == 0, "read data len %u", len);
 	CHECK(a.p[15] == 0 && a.p[16 + len] == 0, "read bounds");
 
@@ -187,13 +154,13 @@ test_ops(uint32_t len)
 	s[0] = vsge(&a, 64, 8);
 	CHECK_EQ(post1(p.qp[0], IBV_WR_ATOMIC_FETCH_AND_ADD, s, 1,
 		b.va + 64, droce_mr_rkey(b.mr)), 0, "post fetch-add");
-	CHECK_EQ(wait1(p.cq[0]), IBV_WC_SUCCESS, "fetch-add wc");
+	CHECK_EQ(wait1(&p, 0), IBV_WC_SUCCESS, "fetch-add wc");
 	CHECK(*res == 100 && *target == 105, "fetch-add %llu %llu",
 		(unsigned long long)*res, (unsigned long long)*target);
 
 	vbuf_fini(&a);
 	vbuf_fini(&b);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 /* SGEs that name the host address (outside the owner's range) fail. */
@@ -212,13 +179,13 @@ test_host_addr_refused(enum ibv_wr_opcode op)
 	s.addr = (uint64_t)(uintptr_t)a.p;
 	CHECK_EQ(post1(p.qp[0], op, &s, 1, b.va, droce_mr_rkey(b.mr)), 0,
 		"post");
-	CHECK_EQ(wait1(p.cq[0]), IBV_WC_LOC_PROT_ERR,
+	CHECK_EQ(wait1(&p, 0), IBV_WC_LOC_PROT_ERR,
 		"host address in a local SGE");
 	CHECK(a.p[0] == 0 && a.p[63] == 0, "nothing written (op %d)", op);
 	CHECK(pattern_ok(b.p, 256, 3), "peer untouched (op %d)", op);
 	vbuf_fini(&a);
 	vbuf_fini(&b);
-	pair_free(&p);
+	pair_destroy(&p);
 }
 
 int

@@ -59,12 +59,7 @@ wr_init(struct one *o, struct ibv_send_wr *wr, struct ibv_sge *s,
 		enum ibv_wr_opcode op, uint64_t id)
 {
 	*s = sge_of(&o->b, 0, 16);
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = id;
-	wr->opcode = op;
-	wr->sg_list = s;
-	wr->num_sge = 1;
-	wr->send_flags = IBV_SEND_SIGNALED;
+	wr_signaled(wr, s, op, id);
 	wr->wr.rdma.remote_addr = 0x1000;
 	wr->wr.rdma.rkey = 1;
 }

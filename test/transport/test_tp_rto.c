@@ -16,12 +16,6 @@
 
 static struct fakelink L;
 
-struct pair {
-	struct droce_cq *cq[2];
-	struct droce_qp *qp[2];
-	struct tbuf b[2];
-};
-
 /* frames from side 0 to drop, by their index since drop_reset() */
 static uint32_t drop_at[4], ndrop, sent0;
 
@@ -56,51 +50,30 @@ drop_reset(uint32_t a, uint32_t b)
 static void
 pair_make(struct pair *p, const struct fl_qp_opts *o, uint32_t rto_min_us)
 {
-	struct ibv_qp_init_attr ia;
-	int s;
+	struct pair_cfg c = {
+		.buf_len = 65536, .acc1 = ACC_ALL, .o = o,
+	};
 
 	fl_rto_min_us = rto_min_us;
 	CHECK_EQ(fl_init(&L, 9, 1500), 0, "fakelink");
 	L.filter = drop_filter;
 	drop_reset(UINT32_MAX, UINT32_MAX);
-	for (s = 0; s < 2; s++) {
-		p->cq[s] = droce_cq_create(L.end[s].dev, 0, 64);
-		qp_attr(&ia, IBV_QPT_RC, 16, 1);
-		p->qp[s] = droce_qp_create(L.end[s].pd, &ia, p->cq[s], p->cq[s],
-			NULL);
-		tbuf_init(&p->b[s], L.end[s].pd, 65536, ACC_ALL);
-	}
-	CHECK_EQ(fl_connect(&L, p->qp[0], p->qp[1], o), 0, "connect");
+	pair_create(&L, p, &c);
 }
 
 static void
 pair_free(struct pair *p)
 {
-	int s;
-
-	for (s = 0; s < 2; s++) {
-		droce_qp_destroy(p->qp[s]);
-		droce_cq_destroy(p->cq[s]);
-		tbuf_fini(&p->b[s]);
-	}
+	pair_destroy(p);
 	fl_fini(&L);
 }
 
+/* A WRITE of len bytes from the start of b[0] to the start of b[1]. */
 static void
 post_write(struct pair *p, uint32_t len, uint64_t id)
 {
-	struct ibv_sge s = sge_of(&p->b[0], 0, len);
-	struct ibv_send_wr wr, *bad;
-
-	memset(&wr, 0, sizeof(wr));
-	wr.wr_id = id;
-	wr.opcode = IBV_WR_RDMA_WRITE;
-	wr.sg_list = &s;
-	wr.num_sge = 1;
-	wr.send_flags = IBV_SEND_SIGNALED;
-	wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)p->b[1].p;
-	wr.wr.rdma.rkey = droce_mr_rkey(p->b[1].mr);
-	CHECK_EQ(droce_qp_post_send(p->qp[0], &wr, &bad), 0, "post write");
+	CHECK_EQ(pair_post(p, IBV_WR_RDMA_WRITE, 0, len, REMOTE(p, 0), RKEY(p),
+		id), 0, "post write");
 }
 
 /* A WRITE of len bytes to its end: the virtual time it took, its data
@@ -113,7 +86,7 @@ timed_write(struct pair *p, uint32_t len, uint32_t seed, uint64_t max_ns)
 
 	pattern(p->b[0].p, len, seed);
 	post_write(p, len, seed);
-	if (wait_wc(&L, p->cq[0], &wc, max_ns) != 0 ||
+	if (pair_wait(p, 0, &wc, max_ns) != 0 ||
 			wc.status != IBV_WC_SUCCESS)
 		return UINT64_MAX;
 	CHECK(pattern_ok(p->b[1].p, len, seed), "WRITE %u: every byte", seed);
@@ -200,7 +173,7 @@ test_retry_budget(void)
 	L.faults[0].stalled = 1;
 	t0 = L.now;
 	post_write(&p, 4096, 7);
-	CHECK_EQ(wait_wc(&L, p.cq[0], &wc, 1000000000), 0, "completion");
+	CHECK_EQ(pair_wait(&p, 0, &wc, 1000000000), 0, "completion");
 	t = L.now - t0;
 	CHECK_EQ(wc.status, IBV_WC_RETRY_EXC_ERR, "retry exceeded");
 	CHECK(t >= 3 * tmo && t <= 5 * tmo, "failed after %" PRIu64

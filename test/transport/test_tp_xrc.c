@@ -222,12 +222,7 @@ static void
 wr_init(struct ibv_send_wr *wr, struct ibv_sge *s, enum ibv_wr_opcode op,
 		uint64_t id, uint32_t srqn)
 {
-	memset(wr, 0, sizeof(*wr));
-	wr->wr_id = id;
-	wr->opcode = op;
-	wr->sg_list = s;
-	wr->num_sge = 1;
-	wr->send_flags = IBV_SEND_SIGNALED;
+	wr_signaled(wr, s, op, id);
 	wr->qp_type.xrc.remote_srqn = srqn;
 }
 
