@@ -295,6 +295,17 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			if (droce_psn_diff(psn, qp->una) < 0 ||
 					droce_psn_diff(psn, qp->acked) < 0)
 				return;
+			/* once per NAK: the same again within a round trip
+			 * is the fabric's duplicate (a responder NAKs a gap
+			 * once), and going back again would resend it all */
+			if (qp->nak_at && psn == qp->nak_psn &&
+					qp->queue->now - qp->nak_at <
+					tp_rto_reask_ns(qp)) {
+				qp->st.dup_rx++;
+				return;
+			}
+			qp->nak_psn = psn;
+			qp->nak_at = qp->queue->now ? qp->queue->now : 1;
 			/* an answer missing before psn is asked again
 			 * alone; psn itself goes back N */
 			if (ack_before(qp, psn, &rw))

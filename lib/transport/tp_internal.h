@@ -368,6 +368,8 @@ struct droce_qp {
 	uint64_t probe_deadline;
 	uint32_t probe_una;	/* una when it was set */
 	uint32_t last_acked_psn; /* READ gap already asked for */
+	uint32_t nak_psn;	/* the last sequence NAK acted on, and when */
+	uint64_t nak_at;
 	uint64_t *rd_bits;	/* READ response PSNs placed (TP_RD_BITS) */
 	uint32_t rr_pending;	/* WQEs whose rr_need is set */
 

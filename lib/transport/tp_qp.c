@@ -246,6 +246,7 @@ qp_reset(struct droce_qp *qp)
 	tp_sr_reset(qp);
 	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 	qp->ack_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
+	qp->nak_at = 0;
 	/* a new connection's round trip is measured anew */
 	qp->srtt_ns = qp->rttvar_ns = qp->rtt_min_ns = 0;
 	qp->rto_hw = 0;

@@ -36,6 +36,11 @@ static struct {
 	uint32_t reads;			/* READ requests */
 	uint32_t read_psn[16], read_len[16];
 	uint32_t atomics;
+	/* the first sequence NAK side 1 sends, kept (dup_nak: to deliver
+	 * it a second time) */
+	int dup_nak;
+	uint8_t nak[256];
+	uint32_t nak_len;
 } W;
 
 static int
@@ -60,6 +65,13 @@ watch(struct fakelink *l, int dir, const uint8_t *f, uint32_t len)
 	}
 	if (dir == 0 && pkt.opcode == DROCE_OP_RC_FETCH_ADD)
 		W.atomics++;
+	if (dir == 1 && W.dup_nak && W.nak_len == 0 &&
+			pkt.opcode == DROCE_OP_RC_ACK &&
+			pkt.aeth_syndrome == DROCE_AETH_NAK_PSN_SEQ &&
+			len <= sizeof(W.nak)) {
+		memcpy(W.nak, f, len);
+		W.nak_len = len;
+	}
 	if (dir == 0 && (droce_opcode_info[pkt.opcode].flags &
 			(DROCE_OPF_SEND | DROCE_OPF_WRITE)))
 		W.data++;
@@ -374,9 +386,47 @@ test_sr_mixed(void)
 	pair_free(&p);
 }
 
+/*
+ * Go-back-N: a WRITE of 16 packets loses its 4th; the sequence NAK
+ * arrives twice (the fabric duplicated it). The requester goes back once:
+ * 16 packets and the 13 from the 4th on, one rewind.
+ */
+static void
+test_gbn_nak_twice(void)
+{
+	struct droce_tp_stats st;
+	struct pair p;
+	uint64_t end;
+
+	pair_make(&p);
+	pattern(p.b[0].p, 16384, 12);
+	watch_reset(0, 3, UINT32_MAX);
+	W.dup_nak = 1;
+	post_rdma(&p, IBV_WR_RDMA_WRITE, 0, 16384, 70);
+	for (end = L.now + 1000000000ull; W.nak_len == 0 && L.now < end; )
+		fl_step(&L, 1000);
+	CHECK(W.nak_len > 0, "a sequence NAK was sent");
+	if (W.nak_len) {
+		const uint8_t *fp = W.nak;
+		uint32_t len = W.nak_len;
+
+		/* the copy lands once the original has been taken */
+		fl_step(&L, 20000);
+		droce_tp_rx_burst(L.end[0].q, &fp, &len, 1, L.now);
+	}
+	pair_expect_done(&p, 70, 1, "WRITE, its NAK duplicated");
+	CHECK(pattern_ok(p.b[1].p, 16384, 12), "every byte");
+	droce_qp_stats(p.qp[0], &st);
+	CHECK_EQ(st.nak_seq_rx, 2, "the NAK taken twice");
+	CHECK_EQ(st.rewinds, 1, "gone back once");
+	CHECK_EQ(W.data, 29, "16 packets and the 13 from the lost one on");
+	pair_free(&p);
+}
+
 int
 main(void)
 {
+	test_gbn_nak_twice();
 	test_sr_write_holes();
 	test_sr_tail();
 	test_sr_mixed();
