@@ -210,6 +210,15 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	}
 	v = port_get("DROCE_MTU", port, 1);
 	c->mtu = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 1500;
+	v = droce_conf_get("DROCE_ECN");
+	c->no_ecn = v != NULL && strcmp(v, "0") == 0;
+	v = droce_conf_get("DROCE_NP_MIN_TIME_BETWEEN_CNPS");
+	/* microseconds; 0 asks for no gap: 1 ns */
+	c->np_gap_ns = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) * 1000 : 0;
+	if (v && v[0] && c->np_gap_ns == 0)
+		c->np_gap_ns = 1;
+	v = droce_conf_get("DROCE_NP_CNP_DSCP");
+	c->np_cnp_dscp = v && v[0] ? (uint8_t)strtoul(v, NULL, 10) : 0;
 	v = droce_conf_get("DROCE_RXE_FLUSH_ICRC");
 	c->rxe_flush_icrc = v != NULL && strcmp(v, "1") == 0;
 	v = droce_conf_get("DROCE_RTO_MIN_US");
@@ -274,6 +283,9 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 		memcpy(pc->ipv6, c->ipv6, 16);
 	pc->mtu = c->mtu;
 	pc->tx_zc_min = c->zc_min;
+	pc->no_ecn = (uint8_t)c->no_ecn;
+	pc->np_min_time_between_cnps_ns = c->np_gap_ns;
+	pc->np_cnp_dscp = c->np_cnp_dscp;
 	pc->rxe_flush_icrc = (uint8_t)c->rxe_flush_icrc;
 	pc->rto_min_us = c->rto_min_us;
 	pc->selective_repeat = (uint8_t)c->selective_repeat;

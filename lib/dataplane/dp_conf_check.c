@@ -99,6 +99,15 @@ static const struct ck_key ck_keys[] = {
 		"auto|off|BYTES",
 		"send payloads of at least BYTES from the MR itself (auto: "
 		"512 on devices that DMA, off on virtual ones)" },
+	{ "DROCE_ECN", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
+		"RoCEv2 frames leave ECN-capable, ECT(0), unless the address "
+		"handle's traffic class names a codepoint (1)" },
+	{ "DROCE_NP_MIN_TIME_BETWEEN_CNPS", CK_NUM, 0, 1000000, NULL, 10,
+		PORT, "US",
+		"at most one CNP per QP in this many microseconds, for frames "
+		"that came CE-marked (4, ConnectX's np_min_time_between_cnps)" },
+	{ "DROCE_NP_CNP_DSCP", CK_NUM, 1, 63, NULL, 10, PORT, "DSCP",
+		"the DSCP CNPs leave with (48, ConnectX's np_cnp_dscp)" },
 	{ "DROCE_RXE_FLUSH_ICRC", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
 		"FLUSHes leave with Linux rxe's ICRC, which rxe (kernel >= "
 		"6.2) takes, not the spec's, which it drops (0)" },

@@ -327,6 +327,9 @@ dev_create(struct droce_port *p)
 	dc.seed = rte_get_tsc_cycles() ^ (uint64_t)getpid() << 32;
 	dc.rxe_flush_icrc = p->conf.rxe_flush_icrc;
 	dc.rto_min_us = p->conf.rto_min_us;
+	dc.no_ecn = p->conf.no_ecn;
+	dc.np_min_time_between_cnps_ns = p->conf.np_min_time_between_cnps_ns;
+	dc.np_cnp_dscp = p->conf.np_cnp_dscp;
 	dc.selective_repeat = p->conf.selective_repeat;
 	dc.sr_window = p->conf.sr_window;
 	p->dev = droce_dev_create(&dc);

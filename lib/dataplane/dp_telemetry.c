@@ -53,6 +53,7 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 	U(cq_overflows); U(tx_zc_pkts);
 	U(timeouts_charged); U(dup_req_rx);
 	U(resent_pkts); U(sr_held); U(sack_tx); U(sack_rx);
+	U(np_ecn_marked); U(np_cnp_sent); U(rp_cnp_handled); U(rp_cnp_ignored);
 #undef U
 	/* the same under mlx5's names, which operators' tooling reads
 	 * (doc/transport.md, "Counters") */
@@ -64,6 +65,8 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 	rte_tel_data_add_dict_u64(d, "roce_adp_retrans",
 		st->timeouts - st->timeouts_charged);
 	rte_tel_data_add_dict_u64(d, "roce_adp_retrans_to", st->timeouts);
+	rte_tel_data_add_dict_u64(d, "np_ecn_marked_roce_packets",
+		st->np_ecn_marked);
 	for (i = 1; i < DROCE_WIRE_ERR_COUNT; i++)
 		rte_tel_data_add_dict_u64(d, perr[i], st->rx_drop_parse[i]);
 }

@@ -122,6 +122,11 @@ struct droce_port_conf {
 	 * and the transport drops frames for other addresses itself.
 	 */
 	uint32_t rx_hw_filter;
+	/** Congestion notification (droce_dev_conf.no_ecn,
+	 *  np_min_time_between_cnps_ns, np_cnp_dscp; 0: the defaults). */
+	uint8_t no_ecn;
+	uint32_t np_min_time_between_cnps_ns;
+	uint8_t np_cnp_dscp;
 };
 
 #define DROCE_OFFLOAD_AUTO	0

@@ -53,6 +53,9 @@ struct droce_conf {
 	char neigh[512];
 	uint32_t queues;
 	uint32_t zc_min;	/**< DROCE_ZC_* or bytes */
+	int no_ecn;		/**< DROCE_ECN=0 */
+	uint32_t np_gap_ns;	/**< DROCE_NP_MIN_TIME_BETWEEN_CNPS, 0: default */
+	uint8_t np_cnp_dscp;	/**< DROCE_NP_CNP_DSCP, 0: default */
 	uint32_t ipv4;		/**< host order, 0: none */
 	uint32_t mtu;
 	uint8_t mac[6];

@@ -140,6 +140,14 @@ struct droce_dev_conf {
 	 *  eight bandwidth-delay products of 100 Gbit/s at 10 us, so that
 	 *  sending goes on while a loss is repaired) */
 	uint32_t sr_window;
+	/** Frames leave Not-ECT unless the address handle's traffic class
+	 *  names an ECN codepoint (0: ECT(0), as ConnectX with DCQCN) */
+	uint8_t no_ecn;
+	/** The notification point: at most one CNP per QP per this (0:
+	 *  4000 ns, ConnectX's np_min_time_between_cnps), on this DSCP (0:
+	 *  48, its np_cnp_dscp) */
+	uint32_t np_min_time_between_cnps_ns;
+	uint8_t np_cnp_dscp;
 };
 
 /** Creates a device. NULL and errno on failure. */
@@ -719,6 +727,11 @@ struct droce_tp_stats {
 	/** Selective repeat: requests the responder held out of order,
 	 *  selective acknowledgements sent and received */
 	uint64_t sr_held, sack_tx, sack_rx;
+	/** Congestion notification (doc/congestion.md), mlx5's names in
+	 *  telemetry: frames that came CE-marked
+	 *  (np_ecn_marked_roce_packets), CNPs sent (np_cnp_sent), CNPs
+	 *  acted on (rp_cnp_handled) and not (rp_cnp_ignored) */
+	uint64_t np_ecn_marked, np_cnp_sent, rp_cnp_handled, rp_cnp_ignored;
 };
 
 void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);

@@ -387,6 +387,10 @@ struct droce_qp {
 	struct tp_sr_slot *sr_slot;
 	uint32_t sr_held;
 
+	/* congestion notification (tp_cc.c): a CNP to send, the last sent */
+	uint8_t cnp_pending;
+	uint64_t cnp_sent_at;
+
 	/* responder */
 	struct tp_rq rq;
 	uint32_t epsn;
@@ -791,6 +795,17 @@ int tp_read_place(struct droce_qp *qp, struct tp_swqe *w,
 void tp_read_forget(struct droce_qp *qp, struct tp_swqe *w);
 /* Requests asked again (tp_req.c sends them): packets sent. */
 int tp_read_resend(struct droce_qp *qp);
+
+/* tp_cc.c: congestion notification */
+/* The traffic class a frame leaves with: ECT(0) unless the device says
+ * no or tclass names a codepoint. */
+uint8_t tp_cc_tclass(const struct droce_dev *dev, uint8_t tclass);
+/* A frame of qp came CE-marked. */
+void tp_cc_rx_ce(struct droce_qp *qp);
+/* The CNP qp owes its peer: 1 sent, 0 not (no room). */
+int tp_cc_send_cnp(struct droce_qp *qp);
+/* A CNP arrived on queue q. */
+void tp_cc_rx_cnp(struct droce_tp_queue *q, const struct droce_pkt *pkt);
 
 /* tp_sr.c: selective repeat */
 #define TP_SACK_MAGIC	0x44525341u	/* "DRSA" */

@@ -136,7 +136,9 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	if (pkt.opcode == DROCE_OP_CNP) {
 		if (len_bad)
 			q->st.rx_drop_parse[-rc]++;
-		return;	/* no congestion control yet: counted, ignored */
+		else
+			tp_cc_rx_cnp(q, &pkt);
+		return;
 	}
 	if (pkt.pkey != 0xffff) {
 		q->st.rx_drop_noqp++;
@@ -178,6 +180,9 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	}
 	qp->st.rx_pkts++;
 	qp->st.rx_bytes += len;
+	/* a switch on the way was congested: the sender should slow down */
+	if ((pkt.tclass & DROCE_ECN_MASK) == DROCE_ECN_CE)
+		tp_cc_rx_ce(qp);
 	if (droce_opcode_info[pkt.opcode].flags & DROCE_OPF_RESP)
 		tp_comp_rx(qp, &pkt);
 	else

@@ -201,7 +201,7 @@ tp_resp_res_resized(struct droce_qp *qp)
 int
 tp_resp_busy(const struct droce_qp *qp)
 {
-	return qp->ack_pending || qp->res_pending;
+	return qp->ack_pending || qp->res_pending || qp->cnp_pending;
 }
 
 /*
@@ -273,9 +273,14 @@ tp_resp_progress(struct droce_qp *qp)
 {
 	int sent = 0;
 
+	/* the peer's frames met congestion: it is told first (RC, UC) */
+	if (qp->cnp_pending && tp_tx_room(qp->queue) &&
+			qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET &&
+			qp->state != IBV_QPS_INIT)
+		sent = tp_cc_send_cnp(qp);
 	if (qp->type != IBV_QPT_RC || qp->state == IBV_QPS_ERR ||
 			qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
-		return 0;
+		return sent;
 	if (qp->res_pending && !send_responses(qp, &sent))
 		return sent;
 	if (qp->res_pending == 0) {

@@ -119,7 +119,7 @@ fill_l2l4(struct droce_dev *dev, struct droce_pkt *p, const struct droce_av *av,
 	p->has_vlan = av->vlan_tci != 0;
 	p->vlan_tci = av->vlan_tci;
 	p->ip_ver = droce_gid_is_ipv4(av->dgid, &ip) ? 4 : 6;
-	p->tclass = av->tclass;
+	p->tclass = tp_cc_tclass(dev, av->tclass);
 	/* rxe sends the route's hop limit (64) when asked for 0 or 1 */
 	p->ttl = av->hop_limit > 1 ? av->hop_limit : 64;
 	p->ip_df = 1;

@@ -183,6 +183,15 @@ enum droce_opcode {
 	DROCE_OP_CNP = 0x81,
 };
 
+/* The ECN field: the low two bits of the IPv4 TOS / IPv6 traffic class
+ * (RFC 3168). */
+#define DROCE_ECN_MASK		0x3
+#define DROCE_ECN_NOT_ECT	0x0
+#define DROCE_ECN_ECT1		0x1
+#define DROCE_ECN_ECT0		0x2
+#define DROCE_ECN_CE		0x3
+
+
 /** One row of the opcode table. valid is 0 for opcodes droce does not know. */
 struct droce_opcode_info {
 	const char *name;	/**< IBTA name, e.g. "RC_SEND_ONLY" */

@@ -13,6 +13,7 @@
 uint32_t fl_rto_min_us;
 uint8_t fl_sr;
 uint32_t fl_sr_window;
+uint8_t fl_no_ecn;
 
 uint64_t
 fl_rand(struct fakelink *l)
@@ -170,6 +171,51 @@ wire_time(struct fakelink *l, int dir, const struct fl_frame *f)
 }
 
 /* One frame onto the wire in direction dir, through the faults. */
+/*
+ * What a congested switch does to an ECN-capable frame (RFC 3168): its
+ * ECN field to CE, the IPv4 header checksum updated (the ICRC leaves the
+ * field out). 1 if marked; Not-ECT frames are left alone.
+ */
+static int
+mark_ce(uint8_t *f, uint32_t len)
+{
+	uint32_t l3 = 14, s;
+	uint16_t et;
+
+	if (len < 14 + 40)
+		return 0;
+	et = (uint16_t)(f[12] << 8 | f[13]);
+	if (et == 0x8100) {
+		l3 = 18;
+		et = (uint16_t)(f[16] << 8 | f[17]);
+	}
+	if (et == 0x0800) {
+		if ((f[l3 + 1] & 3) == 0 || (f[l3 + 1] & 3) == 3)
+			return 0;
+		f[l3 + 1] |= 3;
+		f[l3 + 10] = f[l3 + 11] = 0;
+		s = 0;
+		for (uint32_t i = 0; i < 20; i += 2)
+			s += (uint32_t)(f[l3 + i] << 8 | f[l3 + i + 1]);
+		while (s >> 16)
+			s = (s & 0xffff) + (s >> 16);
+		s = ~s & 0xffff;
+		f[l3 + 10] = (uint8_t)(s >> 8);
+		f[l3 + 11] = (uint8_t)s;
+		return 1;
+	}
+	if (et == 0x86dd) {
+		/* traffic class: the low nibble of byte 0, high of byte 1 */
+		uint8_t ecn = (f[l3 + 1] >> 4) & 3;
+
+		if (ecn == 0 || ecn == 3)
+			return 0;
+		f[l3 + 1] |= 3 << 4;
+		return 1;
+	}
+	return 0;
+}
+
 static void
 fl_send(struct fakelink *l, int dir, struct fl_frame *f)
 {
@@ -214,6 +260,8 @@ fl_send(struct fakelink *l, int dir, struct fl_frame *f)
 		due += 1000 + fl_rand(l) % 30000;
 		c->reordered++;
 	}
+	if (fa->ce_ppm && chance(l, fa->ce_ppm) && mark_ce(f->data, f->len))
+		c->ce_marked++;
 	insert(l, dir, f, due);
 }
 
@@ -351,6 +399,7 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 		conf.rto_min_us = fl_rto_min_us;
 		conf.selective_repeat = fl_sr;
 		conf.sr_window = fl_sr_window;
+		conf.no_ecn = fl_no_ecn;
 		e->dev = droce_dev_create(&conf);
 		if (e->dev == NULL)
 			return -errno;
@@ -553,6 +602,7 @@ qp_up(struct fakelink *l, int side, struct droce_qp *qp, uint32_t dqpn,
 	a.qp_state = IBV_QPS_RTR;
 	mask = IBV_QP_STATE;
 	fl_av_to(l, side, &av);
+	av.tclass = o->tclass;
 	if (init.qp_type != IBV_QPT_UD) {
 		a.path_mtu = o->mtu;
 		a.dest_qp_num = dqpn;

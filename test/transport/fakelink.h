@@ -21,6 +21,7 @@ struct fl_faults {
 	uint32_t dup_ppm;
 	uint32_t reorder_ppm;
 	uint32_t corrupt_ppm;
+	uint32_t ce_ppm;	/* ECN-capable frames marked CE, as a switch */
 	int stalled;		/* drop everything */
 };
 
@@ -49,7 +50,7 @@ struct fl_end {
 
 struct fl_counters {
 	uint64_t sent, delivered, dropped, duplicated, reordered, corrupted,
-		stalled;
+		stalled, ce_marked;
 };
 
 struct fakelink {
@@ -91,6 +92,8 @@ extern uint32_t fl_rto_min_us;
 /* and selective repeat for their RC QPs, its window (0: default) */
 extern uint8_t fl_sr;
 extern uint32_t fl_sr_window;
+/* and frames that leave Not-ECT (droce_dev_conf.no_ecn) */
+extern uint8_t fl_no_ecn;
 
 /* Two devices, one queue each, 10.0.0.1 and 10.0.0.2, MTU eth_mtu. */
 int fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu);
@@ -121,6 +124,7 @@ struct fl_qp_opts {
 	unsigned int access;
 	enum ibv_mtu mtu;
 	uint32_t qkey;
+	uint8_t tclass;		/* the AV's traffic class (DSCP, ECN) */
 };
 void fl_qp_opts_default(struct fl_qp_opts *o);
 int fl_connect(struct fakelink *l, struct droce_qp *a, struct droce_qp *b,

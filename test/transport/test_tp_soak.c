@@ -404,6 +404,9 @@ main(int argc, char **argv)
 		L.faults[dir].dup_ppm = argc > 5 ? atoi(argv[5]) : 20000;
 		L.faults[dir].reorder_ppm = argc > 6 ? atoi(argv[6]) : 50000;
 		L.faults[dir].corrupt_ppm = argc > 7 ? atoi(argv[7]) : 1000;
+		/* TP_SOAK_CE=PPM: ECN-capable frames marked CE (CNPs) */
+		if (getenv("TP_SOAK_CE") != NULL)
+			L.faults[dir].ce_ppm = (uint32_t)atoi(getenv("TP_SOAK_CE"));
 	}
 	/* TP_SOAK_ZC=N: payloads of N bytes or more go by reference */
 	if (getenv("TP_SOAK_ZC") != NULL)

@@ -49,6 +49,9 @@ refused "${base[@]}" DROCE_MTU=100000 -- '^droce: DROCE_MTU=100000: want a numbe
 refused "${base[@]}" DROCE_QUEUES=0 -- '^droce: DROCE_QUEUES=0: want a number from 1'
 refused "${base[@]}" DROCE_RTO_MIN_US=0 -- '^droce: DROCE_RTO_MIN_US=0: want a number from 1'
 refused "${base[@]}" DROCE_RTO_MIN_US=1ms -- '^droce: DROCE_RTO_MIN_US=1ms: want a number'
+refused "${base[@]}" DROCE_ECN=2 -- '^droce: DROCE_ECN=2: want 0 or 1'
+refused "${base[@]}" DROCE_NP_CNP_DSCP=64 -- '^droce: DROCE_NP_CNP_DSCP=64: want a number from 1'
+refused "${base[@]}" DROCE_NP_MIN_TIME_BETWEEN_CNPS=4us -- '^droce: DROCE_NP_MIN_TIME_BETWEEN_CNPS=4us: want a number'
 refused "${base[@]}" DROCE_TYPO=1 -- '^droce: DROCE_TYPO=1: unknown key \(environment\)'
 refused "${base[@]}" DROCE_IPV4S=10.9.9.2 -- \
 	'^droce: DROCE_IPV4S=10\.9\.9\.2: unknown key \(environment\); did you mean DROCE_IPV4\?'
