@@ -477,8 +477,7 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	raise_acked(qp, w->first_psn);
 	/* The original value lands in the local buffer in host order. */
 	w->atomic_orig = pkt->atmack_orig;
-	if (tp_sge_copy_in(qp->dev, qp->pd, w->sge, w->num_sge, 0,
-			(const uint8_t *)&w->atomic_orig, 8) != 0) {
+	if (tp_read_copy(qp, w, 0, (const uint8_t *)&w->atomic_orig, 8) != 0) {
 		settle(qp);
 		fail_wqe(qp, w, IBV_WC_LOC_PROT_ERR);
 		return;

@@ -372,6 +372,10 @@ struct droce_qp {
 	uint64_t nak_at;
 	uint64_t *rd_bits;	/* READ response PSNs placed (TP_RD_BITS) */
 	uint32_t rr_pending;	/* WQEs whose rr_need is set */
+	/* the newest WQE (free-running index) whose answer placed data,
+	 * valid if rd_newest_set (tp_read_copy) */
+	uint32_t rd_newest;
+	uint8_t rd_newest_set;
 
 	/* selective repeat (tp_sr.c): on, and its window (PSNs, a power
 	 * of 2); the requester's resend time of each PSN in it (by psn %
@@ -791,6 +795,11 @@ void tp_read_ask(struct droce_qp *qp, struct tp_swqe *w);
  * failed (status given). */
 int tp_read_place(struct droce_qp *qp, struct tp_swqe *w,
 		const struct droce_pkt *pkt);
+/* An answer's bytes into w's buffer at off (READ data, an atomic's
+ * original value): in posting order where buffers overlap. 0, or
+ * -EPERM / -EMSGSIZE as tp_sge_copy_in. */
+int tp_read_copy(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
+		const uint8_t *src, uint32_t len);
 /* w will be sent again whole (a rewind): forget what was asked. */
 void tp_read_forget(struct droce_qp *qp, struct tp_swqe *w);
 /* Requests asked again (tp_req.c sends them): packets sent. */

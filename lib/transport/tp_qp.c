@@ -243,6 +243,7 @@ qp_reset(struct droce_qp *qp)
 	qp->cur_off = 0;
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
 	qp->rr_pending = 0;
+	qp->rd_newest_set = 0;
 	tp_sr_reset(qp);
 	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 	qp->ack_deadline = qp->rnr_deadline = qp->probe_deadline = 0;

@@ -157,8 +157,7 @@ tp_read_place(struct droce_qp *qp, struct tp_swqe *w,
 		tp_wqe_done(qp, w, IBV_WC_BAD_RESP_ERR);
 		return -1;
 	}
-	if (want && tp_sge_copy_in(qp->dev, qp->pd, w->sge, w->num_sge, off,
-			pkt->payload, want) != 0) {
+	if (want && tp_read_copy(qp, w, off, pkt->payload, want) != 0) {
 		tp_wqe_done(qp, w, IBV_WC_LOC_PROT_ERR);
 		return -1;
 	}
@@ -174,6 +173,101 @@ tp_read_place(struct droce_qp *qp, struct tp_swqe *w,
 		w->read_done += w->length - w->read_done > qp->mtu ?
 			qp->mtu : w->length - w->read_done;
 	return 1;
+}
+
+/* w's free-running index on the send queue. */
+static inline uint32_t
+wqe_index(const struct droce_qp *qp, const struct tp_swqe *w)
+{
+	uint32_t slot = (uint32_t)(w - qp->sq.wqe);
+
+	return qp->sq.tail + ((slot - qp->sq.tail) & (qp->sq.size - 1));
+}
+
+/* Whether [a, a+n) meets a buffer of a WQE after w (index iw) that has
+ * placed an answer; *end: where the part that does (or does not) ends. */
+static int
+later_covers(struct droce_qp *qp, uint32_t iw, uint64_t a, uint64_t n,
+		uint64_t *end)
+{
+	uint64_t next = a + n;
+	uint32_t i, k;
+
+	for (i = iw + 1; (int32_t)(i - qp->rd_newest) <= 0; i++) {
+		const struct tp_swqe *j = tp_sq_wqe(qp, i);
+
+		if (!(j->wr_flags & TP_WRF_CREDIT) ||
+				(j->rd_got == 0 && j->state != TP_WQE_DONE))
+			continue;
+		for (k = 0; k < j->num_sge; k++) {
+			uint64_t s = j->sge[k].addr, e = s + j->sge[k].length;
+
+			if (s <= a && a < e) {
+				*end = e < a + n ? e : a + n;
+				return 1;
+			}
+			if (s > a && s < next)
+				next = s;
+		}
+	}
+	*end = next;
+	return 0;
+}
+
+/*
+ * On a NIC a READ's responses and an atomic's answer land in posting
+ * order, so where two outstanding requests' buffers overlap, the later
+ * one's bytes are what stays. Answers placed by PSN can come in another
+ * order (a hole asked again after the next READ was answered): the bytes
+ * a later answer already covers are skipped, so memory ends as a NIC
+ * leaves it. Only when a later answer has placed anything.
+ */
+int
+tp_read_copy(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
+		const uint8_t *src, uint32_t len)
+{
+	uint32_t iw = wqe_index(qp, w), k;
+	uint64_t pos = 0;
+	int rc;
+
+	if (!qp->rd_newest_set || (int32_t)(qp->rd_newest - iw) <= 0) {
+		rc = tp_sge_copy_in(qp->dev, qp->pd, w->sge, w->num_sge, off,
+			src, len);
+		if (rc == 0) {
+			qp->rd_newest = iw;
+			qp->rd_newest_set = 1;
+		}
+		return rc;
+	}
+	/* every piece checked first: nothing placed if one is bad */
+	rc = tp_sge_room(qp->dev, qp->pd, w->sge, w->num_sge, off, len);
+	if (rc != 0)
+		return rc;
+	for (k = 0; k < w->num_sge && len; k++) {
+		uint64_t s_len = w->sge[k].length, a, b, x, end;
+
+		if (off >= pos + s_len) {
+			pos += s_len;
+			continue;
+		}
+		a = off;
+		b = off + len < pos + s_len ? off + len : pos + s_len;
+		/* the piece's bytes by their address: copy what no later
+		 * answer covers */
+		for (x = a; x < b; x = end - w->sge[k].addr + pos) {
+			uint64_t addr = w->sge[k].addr + (x - pos);
+
+			if (!later_covers(qp, iw, addr, b - x, &end))
+				tp_sge_copy_in(qp->dev, qp->pd, w->sge,
+					w->num_sge, x, src + (x - off),
+					(uint32_t)(end - addr));
+		}
+		src += b - a;
+		len -= (uint32_t)(b - a);
+		off = b;
+		pos += s_len;
+	}
+	return 0;
 }
 
 /* w's request, or the first hole of its READ, goes again: 1 sent, 0 no
