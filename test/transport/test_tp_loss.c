@@ -423,9 +423,36 @@ test_gbn_nak_twice(void)
 	pair_free(&p);
 }
 
+/*
+ * Two fetch-adds whose original values land in the same 8 bytes, the
+ * first's answer lost: asked again, it comes after the second's, and the
+ * bytes keep the second's value (1), as answers in order leave them.
+ */
+static void
+test_answers_in_order(void)
+{
+	struct pair p;
+	uint64_t v;
+
+	pair_make(&p);
+	memset(p.b[1].p, 0, 8);
+	memset(p.b[0].p, 0xee, 8);
+	watch_reset(1, 0, UINT32_MAX);
+	post_rdma(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, 80);
+	post_rdma(&p, IBV_WR_ATOMIC_FETCH_AND_ADD, 0, 8, 81);
+	pair_expect_done(&p, 80, 2, "two fetch-adds, the first's answer lost");
+	CHECK_EQ(W.atomics, 3, "the first sent again");
+	memcpy(&v, p.b[1].p, 8);
+	CHECK_EQ(v, 2, "added twice");
+	memcpy(&v, p.b[0].p, 8);
+	CHECK_EQ(v, 1, "the later one's original value stays");
+	pair_free(&p);
+}
+
 int
 main(void)
 {
+	test_answers_in_order();
 	test_gbn_nak_twice();
 	test_sr_write_holes();
 	test_sr_tail();
