@@ -305,7 +305,7 @@ tp_req_resend(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 	/* Karn: an answer now may be to either sending */
 	tp_rto_resend(qp);
 	if (qp->probe_deadline == 0) {
-		qp->probe_deadline = qp->queue->now + tp_rto_rtt_ns(qp);
+		qp->probe_deadline = qp->queue->now + tp_rto_reask_ns(qp);
 		qp->probe_una = qp->una;
 	}
 	if (qp->ack_deadline == 0 && qp->timeout) {
@@ -502,8 +502,9 @@ tp_req_progress(struct droce_qp *qp)
 static void
 tp_req_probe(struct droce_qp *qp, uint64_t now)
 {
-	uint64_t rtt = tp_rto_rtt_ns(qp);
+	uint64_t rtt = tp_rto_reask_ns(qp);
 	uint32_t i;
+	int waiting = 0;
 
 	/* selective repeat, nothing acknowledged since: the last PSN sent
 	 * goes again asking for an ACK (a tail lost, or the ACK of it:
@@ -514,9 +515,44 @@ tp_req_probe(struct droce_qp *qp, uint64_t now)
 	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
 		struct tp_swqe *w = tp_sq_wqe(qp, i);
 
-		if (w->rr_at && w->state != TP_WQE_DONE && now - w->rr_at >= rtt)
+		if (!w->rr_at || w->state == TP_WQE_DONE)
+			continue;
+		if (now - w->rr_at >= rtt)
 			tp_read_hole(qp, w);
+		else
+			waiting = 1;
 	}
+	/* an answer asked again and not yet due: look again then (what
+	 * is resent now sets its own) */
+	if (waiting && qp->probe_deadline == 0) {
+		qp->probe_deadline = now + rtt;
+		qp->probe_una = qp->una;
+	}
+}
+
+/*
+ * Go-back-N's timer with a READ or atomic at una that the responder has
+ * executed (its responses began, or what follows it was acknowledged):
+ * what is missing is only its answer, so the timer asks for its first
+ * hole alone, as a response past it would have. A rewind would ask for
+ * the rest of the READ and every request after it again, and a slow
+ * responder (rxe under emulation: ~0.1-0.2 s per 1,024 responses)
+ * answers each copy in full, falling further behind with every timeout
+ * until the retry budget runs out. 1 if so.
+ */
+static int
+timeout_asks_again(struct droce_qp *qp)
+{
+	struct tp_swqe *w = tp_wqe_of_psn(qp, qp->una);
+
+	if (w == NULL || !(w->wr_flags & TP_WRF_CREDIT) ||
+			w->state != TP_WQE_SENT || !tp_read_tracked(qp, w) ||
+			(w->rd_got == 0 &&
+			droce_psn_diff(qp->acked, w->first_psn) <= 0))
+		return 0;
+	w->rr_at = 0;	/* due now */
+	tp_read_ask(qp, w);
+	return 1;
 }
 
 void
@@ -550,7 +586,7 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 		if (qp->sr) {
 			/* the oldest alone, and what no SACK spoke of */
 			tp_sr_timeout(qp);
-		} else {
+		} else if (!timeout_asks_again(qp)) {
 			qp->st.retransmits++;
 			tp_req_loss(qp);
 			tp_req_rewind(qp, qp->una);
