@@ -181,6 +181,7 @@ struct tp_swqe {
 	uint32_t rr_psn, rr_end;	/* the hole asked for again, [psn, end) */
 	uint64_t rr_at;		/* and when; 0: never */
 	uint8_t rr_need;	/* READ/atomic: its request goes again */
+	uint8_t rr_tries;	/* times the same hole was asked again */
 	uint64_t compare_add;
 	uint64_t swap;
 	uint64_t atomic_orig;
@@ -363,10 +364,12 @@ struct droce_qp {
 	uint8_t rtt_timing;
 	uint8_t rto_backoff;
 	uint64_t rnr_deadline;	/* RNR wait, 0 = none */
-	/* a packet sent again alone is sent once more if its answer has not
-	 * come a round trip later (tp_req_probe), 0 = none */
-	uint64_t probe_deadline;
-	uint32_t probe_una;	/* una when it was set */
+	/* selective repeat's probe: the last PSN sent again if nothing was
+	 * acknowledged for a round trip since probe_una (tp_req_probe);
+	 * and when a READ or atomic asked again is next due to be asked
+	 * once more (tp_req_reask); 0 = none */
+	uint64_t probe_deadline, reask_deadline;
+	uint32_t probe_una;	/* una when the probe was set */
 	uint32_t last_acked_psn; /* READ gap already asked for */
 	uint32_t nak_psn;	/* the last sequence NAK acted on, and when */
 	uint64_t nak_at;
@@ -789,6 +792,8 @@ tp_read_missing(const struct droce_qp *qp, const struct tp_swqe *w)
 }
 /* Responses after w's missing one came: ask again (once per round trip). */
 void tp_read_hole(struct droce_qp *qp, struct tp_swqe *w);
+/* How long w's hole asked again may take before it is asked once more. */
+uint64_t tp_read_reask_ns(const struct droce_qp *qp, const struct tp_swqe *w);
 /* w's request goes again (its first hole, for a READ answered in part). */
 void tp_read_ask(struct droce_qp *qp, struct tp_swqe *w);
 /* A READ response for tracked READ w: 1 placed, 0 duplicate, -1 w

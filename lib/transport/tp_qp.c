@@ -247,6 +247,7 @@ qp_reset(struct droce_qp *qp)
 	tp_sr_reset(qp);
 	qp->rd_cwnd = qp->max_rd_atomic ? qp->max_rd_atomic : 1;
 	qp->ack_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
+	qp->reask_deadline = 0;
 	qp->nak_at = 0;
 	/* a new connection's round trip is measured anew */
 	qp->srtt_ns = qp->rttvar_ns = qp->rtt_min_ns = 0;
@@ -713,6 +714,7 @@ tp_qp_flush(struct droce_qp *qp)
 	qp->sq.cur = qp->sq.head;
 	qp->rd_atomic_out = qp->rd_in_flight = 0;
 	qp->ack_deadline = qp->rnr_deadline = qp->probe_deadline = 0;
+	qp->reask_deadline = 0;
 	if (qp->rx_have_wqe && qp->rcq != NULL) {
 		qp->rx_have_wqe = 0;
 		memset(&wc, 0, sizeof(wc));

@@ -52,6 +52,7 @@ tp_read_start(struct droce_qp *qp, struct tp_swqe *w)
 	w->rd_got = 0;
 	w->rr_at = 0;
 	w->rr_need = 0;
+	w->rr_tries = 0;
 	if (!(w->wr_flags & TP_WRF_READ) || !tp_read_tracked(qp, w))
 		return;
 	/* its PSNs' bits cleared, a word's run at a time */
@@ -96,6 +97,22 @@ need(struct droce_qp *qp, struct tp_swqe *w)
 	}
 }
 
+/*
+ * A few of the shortest round trips, doubled each time the same hole is
+ * asked again: a responder slower than the path (rxe under emulation
+ * takes ~0.1-0.2 s per 1,024 responses, its shortest round trip well
+ * under a millisecond) must not get the same request hundreds of times,
+ * each one more to answer before it reaches the new ones.
+ */
+uint64_t
+tp_read_reask_ns(const struct droce_qp *qp, const struct tp_swqe *w)
+{
+	uint64_t t = tp_rto_reask_ns(qp) << (w->rr_tries < 16 ? w->rr_tries : 16);
+	uint64_t ceil = droce_ack_timeout_ns(qp->timeout);
+
+	return qp->timeout && t > ceil ? ceil : t;
+}
+
 void
 tp_read_hole(struct droce_qp *qp, struct tp_swqe *w)
 {
@@ -106,7 +123,7 @@ tp_read_hole(struct droce_qp *qp, struct tp_swqe *w)
 	/* asked already, and its answer may still be on its way */
 	if (w->rr_at && droce_psn_diff(miss, w->rr_psn) >= 0 &&
 			droce_psn_diff(miss, w->rr_end) < 0 &&
-			qp->queue->now - w->rr_at < tp_rto_reask_ns(qp))
+			qp->queue->now - w->rr_at < tp_read_reask_ns(qp, w))
 		return;
 	need(qp, w);
 }
@@ -292,6 +309,9 @@ resend(struct droce_qp *qp, struct tp_swqe *w)
 	rc = tp_req_resend(qp, w, off, psn, len);
 	if (rc <= 0)
 		return rc;
+	/* the same hole again: wait longer for it next time */
+	w->rr_tries = w->rr_at && psn == w->rr_psn ?
+		(uint8_t)(w->rr_tries + (w->rr_tries < 255)) : 0;
 	w->rr_psn = psn;
 	w->rr_end = droce_psn_add(psn, n);
 	w->rr_at = qp->queue->now ? qp->queue->now : 1;

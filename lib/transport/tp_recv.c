@@ -291,6 +291,8 @@ droce_tp_next_deadline(const struct droce_tp_queue *q)
 			t = qp->rnr_deadline;
 		if (qp->probe_deadline && qp->probe_deadline < t)
 			t = qp->probe_deadline;
+		if (qp->reask_deadline && qp->reask_deadline < t)
+			t = qp->reask_deadline;
 		if (qp->ack_pending && qp->ack_hold && qp->ack_hold < t)
 			t = qp->ack_hold;
 	}

@@ -304,10 +304,8 @@ tp_req_resend(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 	qp->st.resent_pkts++;
 	/* Karn: an answer now may be to either sending */
 	tp_rto_resend(qp);
-	if (qp->probe_deadline == 0) {
-		qp->probe_deadline = qp->queue->now + tp_rto_reask_ns(qp);
-		qp->probe_una = qp->una;
-	}
+	if (qp->reask_deadline == 0)
+		qp->reask_deadline = qp->queue->now + tp_rto_reask_ns(qp);
 	if (qp->ack_deadline == 0 && qp->timeout) {
 		qp->ack_deadline = qp->queue->now + tp_rto_ns(qp);
 		qp->retry_mark = qp->queue->now;
@@ -495,39 +493,43 @@ tp_req_progress(struct droce_qp *qp)
 }
 
 /*
- * What was sent again alone a round trip ago and is still unanswered is
- * lost again: send it once more now rather than wait for the timer (a
- * full window sends nothing new, so no later packet would show it).
+ * Selective repeat, nothing acknowledged for a round trip (a tail lost,
+ * or the ACK of it: nothing later shows it): the last PSN sent goes
+ * again asking for an ACK; the SACK it brings shows the rest.
  */
 static void
-tp_req_probe(struct droce_qp *qp, uint64_t now)
+tp_req_probe(struct droce_qp *qp)
 {
-	uint64_t rtt = tp_rto_reask_ns(qp);
-	uint32_t i;
-	int waiting = 0;
-
-	/* selective repeat, nothing acknowledged since: the last PSN sent
-	 * goes again asking for an ACK (a tail lost, or the ACK of it:
-	 * nothing later shows it); the SACK it brings shows the rest */
 	if (qp->sr && qp->una == qp->probe_una &&
 			droce_psn_diff(qp->una, qp->psn_hw) < 0)
 		tp_sr_need(qp, droce_psn_add(qp->psn_hw, DROCE_PSN_MASK), 1);
+}
+
+/*
+ * A READ's hole or an atomic asked again whose answer has not come in
+ * time (tp_read_reask_ns) is asked once more now, not left to the timer
+ * (nothing else may arrive to show it lost); the next one due sets the
+ * next look.
+ */
+static void
+tp_req_reask(struct droce_qp *qp, uint64_t now)
+{
+	uint64_t next = 0, due;
+	uint32_t i;
+
 	for (i = qp->sq.tail; i != qp->sq.cur; i++) {
 		struct tp_swqe *w = tp_sq_wqe(qp, i);
 
 		if (!w->rr_at || w->state == TP_WQE_DONE)
 			continue;
-		if (now - w->rr_at >= rtt)
+		due = w->rr_at + tp_read_reask_ns(qp, w);
+		if (now >= due)
 			tp_read_hole(qp, w);
-		else
-			waiting = 1;
+		else if (next == 0 || due < next)
+			next = due;
 	}
-	/* an answer asked again and not yet due: look again then (what
-	 * is resent now sets its own) */
-	if (waiting && qp->probe_deadline == 0) {
-		qp->probe_deadline = now + rtt;
-		qp->probe_una = qp->una;
-	}
+	if (next && (qp->reask_deadline == 0 || next < qp->reask_deadline))
+		qp->reask_deadline = next;
 }
 
 /*
@@ -550,8 +552,7 @@ timeout_asks_again(struct droce_qp *qp)
 			(w->rd_got == 0 &&
 			droce_psn_diff(qp->acked, w->first_psn) <= 0))
 		return 0;
-	w->rr_at = 0;	/* due now */
-	tp_read_ask(qp, w);
+	tp_read_ask(qp, w);	/* due now, whatever its backoff */
 	return 1;
 }
 
@@ -565,7 +566,11 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 		qp->rnr_deadline = 0;
 	if (qp->probe_deadline && now >= qp->probe_deadline) {
 		qp->probe_deadline = 0;
-		tp_req_probe(qp, now);
+		tp_req_probe(qp);
+	}
+	if (qp->reask_deadline && now >= qp->reask_deadline) {
+		qp->reask_deadline = 0;
+		tp_req_reask(qp, now);
 	}
 	if (qp->ack_deadline && now >= qp->ack_deadline) {
 		if (qp->una == qp->psn_hw && qp->sq.tail == qp->sq.cur) {
