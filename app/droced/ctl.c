@@ -37,6 +37,7 @@ hello_fill(struct req_ctx *c)
 	memcpy(p->mac, c->a->dp->conf.mac, 6);
 	p->cm_prefix = c->a->cm_prefix;
 	p->nb_ports = (uint8_t)dd.nb_ports;
+	p->sr_mode = dc->selective_repeat;
 	snprintf(p->name, sizeof(p->name), "%s", c->a->dp->conf.name);
 	for (i = 0; i < 16 && i < DROCE_MAX_GIDS; i++) {
 		memcpy(p->gids[i].gid, dc->gids[i].gid, 16);
@@ -519,6 +520,7 @@ static const op_fn handlers[DROCE_OP_COUNT] = {
 	[DROCE_OP_DESTROY_SRQ] = op_destroy_srq,
 	[DROCE_OP_CREATE_QP] = op_create_qp,
 	[DROCE_OP_MODIFY_QP] = op_modify_qp,
+	[DROCE_OP_SET_SR] = op_set_sr,
 	[DROCE_OP_QUERY_QP] = op_query_qp,
 	[DROCE_OP_DESTROY_QP] = op_destroy_qp,
 	[DROCE_OP_CREATE_AH] = op_create_ah,

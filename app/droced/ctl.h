@@ -34,6 +34,7 @@ int op_query_srq(struct req_ctx *c);
 int op_destroy_srq(struct req_ctx *c);
 int op_create_qp(struct req_ctx *c);
 int op_modify_qp(struct req_ctx *c);
+int op_set_sr(struct req_ctx *c);
 int op_query_qp(struct req_ctx *c);
 int op_destroy_qp(struct req_ctx *c);
 int op_create_ah(struct req_ctx *c);

@@ -364,6 +364,30 @@ op_modify_qp(struct req_ctx *c)
 	return rc;
 }
 
+/*
+ * Selective repeat changes what the QP's responder acknowledges, so only
+ * a connection whose both ends agreed may have it: the port's setting
+ * decides whether an application may ask (cm), and the transport takes
+ * it only before the connection carries anything (RESET, INIT).
+ */
+int
+op_set_sr(struct req_ctx *c)
+{
+	const struct droce_chan_set_sr_req *r = c->req;
+	struct dd_qp *qp = dd_table_get(&c->a->qps, r->handle);
+	int rc;
+
+	if (qp == NULL || qp->gsi || qp->tqp == NULL ||
+			qp->type != IBV_QPT_RC || r->on > 1)
+		return -EINVAL;
+	if (droce_dev_conf(c->a->dp->dev)->selective_repeat != DROCE_SR_CM)
+		return -EPERM;
+	droce_port_lock(c->a->dp->port, qp->q);
+	rc = droce_qp_set_sr(qp->tqp, (int)r->on);
+	droce_port_unlock(c->a->dp->port, qp->q);
+	return rc;
+}
+
 int
 op_query_qp(struct req_ctx *c)
 {

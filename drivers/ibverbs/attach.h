@@ -162,6 +162,7 @@ int da_close_xrcd(struct dv_context *ctx, uint32_t handle);
 struct ibv_qp *da_create_qp(struct ibv_context *c,
 		struct ibv_qp_init_attr_ex *attr, int gsi);
 int da_modify_qp(struct dv_qp *qp, struct ibv_qp_attr *attr, int mask);
+int da_set_sr(struct dv_qp *qp, int on);
 int da_query_qp(struct dv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init);
 int da_destroy_qp(struct dv_qp *qp);

@@ -263,6 +263,16 @@ da_modify_qp(struct dv_qp *qp, struct ibv_qp_attr *attr, int mask)
 }
 
 int
+da_set_sr(struct dv_qp *qp, int on)
+{
+	struct droce_chan_set_sr_req r = { .handle = qp->handle,
+		.on = (uint32_t)on };
+
+	return da_rpc(qp->ctx->att, DROCE_OP_SET_SR, &r, NULL, NULL, 0, NULL,
+		NULL);
+}
+
+int
 da_query_qp(struct dv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init)
 {

@@ -34,6 +34,17 @@ int droce_cm_prefix(struct ibv_context *context);
  * GSI QP (on 1) or no more (0). 0 or an errno; 0 in process. */
 int droce_cm_listen(struct ibv_context *context, uint64_t service_id, int on);
 
+/* How the context's device takes selective repeat (doc/transport.md):
+ * enum droce_sr_mode, 0 off, 1 on every RC QP, 2 offered through
+ * rdma_cm (the daemon's port's setting when attached). */
+int droce_cm_sr_mode(struct ibv_context *context);
+
+/* Selective repeat on (1) or off (0) for an RC QP in RESET or INIT, on a
+ * device in mode 2: the CM sets it once both ends of the connection
+ * offered it. 0, or EINVAL (not RC, XRC, past INIT), EPERM (another
+ * mode). */
+int droce_cm_set_sr(struct ibv_qp *qp, int on);
+
 /* Up to max counters, named by static strings; the number filled. */
 typedef unsigned int (*droce_telemetry_fill_t)(const char **names,
 		uint64_t *values, unsigned int max);

@@ -5,8 +5,9 @@
 /*
  * What droce's librdmacm needs of a device besides verbs (droce_verbs.h):
  * in process nothing, attached to droced the daemon's routing of CM MADs
- * (QP1 is the daemon's); and a telemetry command, as DPDK is linked into
- * this library, not shared with it.
+ * (QP1 is the daemon's); selective repeat on a QP whose connection both
+ * ends agreed on; and a telemetry command, as DPDK is linked into this
+ * library, not shared with it.
  */
 
 #include <errno.h>
@@ -33,6 +34,35 @@ droce_cm_listen(struct ibv_context *context, uint64_t service_id, int on)
 	struct dv_context *c = dv_ctx(context);
 
 	return c->att != NULL ? da_cm_listen(c, service_id, on) : 0;
+}
+
+int
+droce_cm_sr_mode(struct ibv_context *context)
+{
+	struct dv_context *c = dv_ctx(context);
+
+	return c->att != NULL ? c->att->hello.sr_mode :
+		c->dev->conf.selective_repeat;
+}
+
+int
+droce_cm_set_sr(struct ibv_qp *ibqp, int on)
+{
+	struct dv_qp *qp = dv_qp(ibqp);
+	struct droce_port *port;
+	int rc;
+
+	if (ibqp->qp_type != IBV_QPT_RC || (on != 0 && on != 1))
+		return EINVAL;
+	if (qp->ctx->att != NULL)
+		return da_set_sr(qp, on);
+	if (qp->ctx->dev->conf.selective_repeat != DROCE_SR_CM)
+		return EPERM;
+	port = qp->ctx->dev->port;
+	droce_port_lock(port, qp->q);
+	rc = droce_qp_set_sr(qp->tqp, on);
+	droce_port_unlock(port, qp->q);
+	return -rc;
 }
 
 #define TEL_CMDS 4

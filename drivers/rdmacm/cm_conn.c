@@ -200,6 +200,11 @@ send_req(struct cm_id_priv *p, const struct rdma_conn_param *param)
 	if (param != NULL && param->private_data_len > 0)
 		memcpy(r.pdata + CM_IP_HDR_LEN, param->private_data,
 			param->private_data_len);
+	p->sr_offered = cm_sr_offer(p, param != NULL ?
+		param->private_data_len : 0, CM_REQ_PDATA - CM_IP_HDR_LEN);
+	if (p->sr_offered)
+		cm_sr_put(r.pdata + CM_IP_HDR_LEN, CM_REQ_PDATA - CM_IP_HDR_LEN,
+			r.local_comm_id);
 	p->ah = cm_dev_ah(p->dev, r.dgid, p->sgid_index);
 	if (p->ah == NULL)
 		return -1;
@@ -269,8 +274,10 @@ send_rtu(struct cm_id_priv *p)
 }
 
 static void
-rx_rep(struct cm_id_priv *p, const struct cm_rep *r)
+rx_rep(struct cm_id_priv *p, struct cm_rep *r)
 {
+	bool sr;
+
 	if (p->state == CM_ESTABLISHED && p->last_reply_attr == CM_ATTR_RTU) {
 		cm_send_mad(p->dev, p->ah, p->last_reply);	/* RTU lost */
 		return;
@@ -280,6 +287,9 @@ rx_rep(struct cm_id_priv *p, const struct cm_rep *r)
 		return;
 	}
 	cm_retx_stop(p);
+	/* the peer took our offer: its tag is not the application's */
+	sr = cm_sr_take(r->pdata, CM_REP_PDATA, r->local_comm_id) &&
+		p->sr_offered;
 	p->remote_comm_id = r->local_comm_id;
 	p->remote_guid = r->ca_guid;
 	p->remote_qpn = r->qpn;
@@ -294,7 +304,10 @@ rx_rep(struct cm_id_priv *p, const struct cm_rep *r)
 			CM_REP_PDATA);
 		return;
 	}
-	if (cm_qp_modify(p, IBV_QPS_RTR) != 0 ||
+	/* before RTR: the peer's QP has it already, so a QP that cannot
+	 * take it cannot be connected to it either */
+	if ((sr && cm_sr_set(p) != 0) ||
+			cm_qp_modify(p, IBV_QPS_RTR) != 0 ||
 			cm_qp_modify(p, IBV_QPS_RTS) != 0) {
 		rej_peer(p, CM_REF_REP, CM_REJ_NO_QP, NULL, 0);
 		fail(p, RDMA_CM_EVENT_CONNECT_ERROR, -errno, NULL, 0);
@@ -482,6 +495,9 @@ rx_req(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 	p->resp_res = r.init_depth;
 	p->init_depth = r.resp_res;
 	p->id.qp_type = r.transport == 1 ? IBV_QPT_UC : IBV_QPT_RC;
+	/* the offer is droce's: the application sees zeros where it was */
+	p->sr_offered = cm_sr_take(r.pdata + CM_IP_HDR_LEN,
+		CM_REQ_PDATA - CM_IP_HDR_LEN, r.local_comm_id);
 	p->state = CM_REQ_RCVD;
 	p->req_pending = true;
 	l->pending++;
@@ -514,6 +530,7 @@ accept_rc(struct cm_id_priv *p, const struct rdma_conn_param *param)
 {
 	uint8_t mad[CM_MAD_LEN];
 	struct cm_rep r;
+	bool sr;
 
 	if (param != NULL) {
 		if (param->private_data_len > CM_REP_PDATA ||
@@ -528,6 +545,11 @@ accept_rc(struct cm_id_priv *p, const struct rdma_conn_param *param)
 	if (p->qpn == 0)
 		return -1;
 	p->rq_psn = cm_random32() & 0xffffff;
+	/* the peer offered it, this side offers it too and the REP has
+	 * room to say so: on before the QP leaves INIT. A QP that does
+	 * not take it goes without, and the REP says nothing. */
+	sr = p->sr_offered && cm_sr_offer(p, param != NULL ?
+		param->private_data_len : 0, CM_REP_PDATA) && cm_sr_set(p) == 0;
 	if (cm_qp_modify(p, IBV_QPS_RTR) != 0 ||
 			cm_qp_modify(p, IBV_QPS_RTS) != 0)
 		return -1;
@@ -545,6 +567,8 @@ accept_rc(struct cm_id_priv *p, const struct rdma_conn_param *param)
 	r.ca_guid = p->dev->guid;
 	if (param != NULL && param->private_data_len > 0)
 		memcpy(r.pdata, param->private_data, param->private_data_len);
+	if (sr)
+		cm_sr_put(r.pdata, CM_REP_PDATA, r.local_comm_id);
 	cm_mad_put_hdr(mad, CM_ATTR_REP, p->tid);
 	cm_rep_pack(mad + CM_MAD_HDR, &r);
 	cm_send_mad(p->dev, p->ah, mad);

@@ -44,6 +44,7 @@
 #define CM_REJ8_GRACE_MS 3000	/* a REQ's "invalid service ID" is final
 				 * this long after it first went */
 #define CM_UDP_QKEY 0x01234567u
+#define CM_SR_TAG_LEN 8		/* selective repeat's offer (cm_sr.c) */
 
 /* Per device: the GSI QP, its buffers and an AH per peer. */
 struct cm_dev {
@@ -153,6 +154,8 @@ struct cm_id_priv {
 	struct ibv_comp_channel *own_chan[2]; /* rdma_create_qp's send, recv */
 	bool own_cqs, own_qp, own_srq;
 	uint32_t ece_vendor, ece_options;
+	bool sr_offered;		/* active: the REQ offered selective
+					 * repeat; passive: the peer's did */
 	struct cm_mc *mcs;		/* groups joined */
 };
 
@@ -178,6 +181,7 @@ struct cm_global {
 	int wake_fd;
 	uint16_t next_port;
 	struct droce_cm_stats st;
+	uint64_t st_sr_on;		/* QPs given selective repeat */
 	struct {			/* REQs to no listener dropped once */
 		uint8_t sgid[16];
 		uint32_t comm_id;
@@ -283,6 +287,17 @@ void cm_sidr_rx(struct cm_dev *d, const uint8_t sgid[16],
 int cm_sidr_connect(struct cm_id_priv *p, struct rdma_conn_param *param);
 int cm_sidr_accept(struct cm_id_priv *p, struct rdma_conn_param *param);
 int cm_sidr_reject(struct cm_id_priv *p, const void *pd, uint8_t len);
+
+/* cm_sr.c: selective repeat offered in the private data */
+/* whether the ID may offer (or accept) it, the application's private
+ * data taking used bytes of room */
+bool cm_sr_offer(const struct cm_id_priv *p, size_t used, size_t room);
+/* the tag at the end of a private data area of room bytes */
+void cm_sr_put(uint8_t *area, size_t room, uint32_t comm_id);
+/* whether the area ends with the tag of comm_id; zeroes it if so */
+bool cm_sr_take(uint8_t *area, size_t room, uint32_t comm_id);
+/* on for the ID's QP (RESET or INIT): 0, or -1 and errno */
+int cm_sr_set(struct cm_id_priv *p);
 
 /* cm_mcast.c */
 void cm_mcast_leave_all(struct cm_id_priv *p);

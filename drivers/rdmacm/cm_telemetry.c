@@ -19,13 +19,14 @@ cm_counters(const char **names, uint64_t *values, unsigned int max)
 {
 	struct droce_cm_stats st;
 	struct cm_id_priv *p;
-	uint64_t listeners = 0;
+	uint64_t listeners = 0, sr_on;
 	unsigned int n = 0;
 
 	pthread_mutex_lock(&cm.lock);
 	for (p = cm.ids; p != NULL; p = p->next)
 		listeners += p->state == CM_LISTEN;
 	st = cm.st;
+	sr_on = cm.st_sr_on;
 	pthread_mutex_unlock(&cm.lock);
 #define PUT(name, v) do { \
 		if (n < max) { \
@@ -46,6 +47,8 @@ cm_counters(const char **names, uint64_t *values, unsigned int max)
 	PUT("rej_sent", st.rej_sent);
 	PUT("rx_drop_orphan", st.rx_drop_orphan);
 	PUT("rx_rej_retried", st.rx_rej_retried);
+	/* QPs of this process that took selective repeat through the CM */
+	PUT("sr_connections", sr_on);
 #undef PUT
 	return n;
 }

@@ -88,6 +88,8 @@ static const struct op_desc ops[DROCE_OP_COUNT] = {
 		sizeof(struct droce_chan_create_cq_rep) },
 	[DROCE_OP_OPEN_XRCD] = { "open_xrcd", 0, H },
 	[DROCE_OP_CLOSE_XRCD] = { "close_xrcd", H, 0 },
+	[DROCE_OP_SET_SR] = { "set_sr", sizeof(struct droce_chan_set_sr_req),
+		0 },
 };
 #undef H
 

@@ -42,7 +42,8 @@
 extern "C" {
 #endif
 
-#define DROCE_CHAN_VERSION 4	/* 2: XRC; 3: several ports; 4: pipes */
+#define DROCE_CHAN_VERSION 5	/* 2: XRC; 3: several ports; 4: pipes;
+				 * 5: selective repeat (SET_SR) */
 #define DROCE_CHAN_MAGIC 0x64726f63u		/* "droc" */
 
 /** Where droced listens unless DROCE_DAEMON names another socket. */
@@ -93,6 +94,7 @@ enum droce_chan_op {
 	DROCE_OP_RESIZE_CQ,
 	DROCE_OP_OPEN_XRCD,	/**< reply struct droce_chan_handle */
 	DROCE_OP_CLOSE_XRCD,	/**< request struct droce_chan_handle */
+	DROCE_OP_SET_SR,	/**< request struct droce_chan_set_sr_req */
 	DROCE_OP_COUNT
 };
 
@@ -128,6 +130,10 @@ struct droce_chan_hello_rep {
 	 * this application picks (the daemon routes CM MADs by it). */
 	uint8_t cm_prefix;
 	uint8_t nb_ports;	/**< the daemon's ports: devices 0 to n-1 */
+	/** The port's selective repeat (enum droce_sr_mode): whether the
+	 *  drop-in's librdmacm offers it on a connection (2, SET_SR). */
+	uint8_t sr_mode;
+	uint8_t pad[3];
 	char name[64];		/**< device name */
 	struct {
 		uint8_t gid[16];
@@ -341,6 +347,18 @@ struct droce_chan_cm_listen_req {
 	uint64_t service_id;
 	uint32_t on;		/**< 1: listen, 0: stop */
 	uint32_t pad;
+};
+
+/*
+ * SET_SR: selective repeat on (1) or off (0) for an RC QP in RESET or
+ * INIT, on a port whose DROCE_SELECTIVE_REPEAT is cm (hello sr_mode 2):
+ * the drop-in's librdmacm sets it where both ends of a connection offered
+ * it (doc/rdmacm.md). Reply: no body; EINVAL (no such QP, not RC, XRC,
+ * past INIT, on not 0 or 1), EPERM (the port's mode is not cm).
+ */
+struct droce_chan_set_sr_req {
+	uint32_t handle;
+	uint32_t on;
 };
 
 /**

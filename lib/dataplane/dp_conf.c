@@ -224,7 +224,9 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	v = droce_conf_get("DROCE_RTO_MIN_US");
 	c->rto_min_us = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	v = droce_conf_get("DROCE_SELECTIVE_REPEAT");
-	c->selective_repeat = v != NULL && strcmp(v, "1") == 0;
+	c->selective_repeat = v == NULL ? DROCE_SR_OFF :
+		strcmp(v, "1") == 0 ? DROCE_SR_ALL :
+		strcmp(v, "cm") == 0 ? DROCE_SR_CM : DROCE_SR_OFF;
 	v = droce_conf_get("DROCE_SR_WINDOW");
 	c->sr_window = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 }

@@ -116,10 +116,12 @@ static const struct ck_key ck_keys[] = {
 		"requester times out after its measured round trip, no "
 		"sooner than this, no later than the QP's local ACK timeout "
 		"(1000)" },
-	{ "DROCE_SELECTIVE_REPEAT", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
-		"selective repeat for every RC QP: only where every peer is "
-		"droce with it set too; a standard peer (rxe, a NIC) needs "
-		"go-back-N (0)" },
+	{ "DROCE_SELECTIVE_REPEAT", CK_WORDS, 0, 0, "0|1|cm", 0, PORT,
+		"0|1|cm",
+		"selective repeat: 1 for every RC QP, only where every peer "
+		"is droce with it set too (a standard peer, rxe or a NIC, "
+		"needs go-back-N); cm: per connection, where rdma_cm finds "
+		"both ends offer it (0)" },
 	{ "DROCE_SR_WINDOW", CK_NUM, 64, 4096, NULL, 10, PORT, "PSNS",
 		"selective repeat's window: PSNs in flight and requests a "
 		"responder holds out of order, rounded up to a power of 2 "

@@ -90,7 +90,8 @@ struct droce_port_conf {
 	/** The retransmission timer's floor in microseconds (0: 1000;
 	 *  droce_dev_conf.rto_min_us). */
 	uint32_t rto_min_us;
-	/** Selective repeat for every RC QP, and its window (0: 1024;
+	/** Selective repeat (enum droce_sr_mode: off, every RC QP, or
+	 *  offered through rdma_cm) and its window (0: 1024;
 	 *  droce_dev_conf.selective_repeat, sr_window). */
 	uint8_t selective_repeat;
 	uint32_t sr_window;

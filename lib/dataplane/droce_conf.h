@@ -63,7 +63,7 @@ struct droce_conf {
 	int has_ipv6;
 	int rxe_flush_icrc;	/**< DROCE_RXE_FLUSH_ICRC */
 	uint32_t rto_min_us;	/**< DROCE_RTO_MIN_US, 0: the default */
-	int selective_repeat;	/**< DROCE_SELECTIVE_REPEAT */
+	int selective_repeat;	/**< DROCE_SELECTIVE_REPEAT: enum droce_sr_mode */
 	uint32_t sr_window;	/**< DROCE_SR_WINDOW, 0: the default */
 };
 

@@ -6,10 +6,13 @@
 # few CPUs). Their sockets are $work/a.sock and $work/b.sock.
 
 # daemons_start DROCED WORK [DROCE_KEY=VALUE...]: sets dpid_a, dpid_b,
-# and tele_a, tele_b: their telemetry sockets
+# and tele_a, tele_b: their telemetry sockets. DAEMON_A_KEYS and
+# DAEMON_B_KEYS: more keys for one of them (space between them)
 daemons_start() {
-	local droced=$1 w=$2 memif="$2/memif.sock" i tag
+	local droced=$1 w=$2 memif="$2/memif.sock" i tag a_keys b_keys
 	shift 2
+	read -r -a a_keys <<< "${DAEMON_A_KEYS:-}"
+	read -r -a b_keys <<< "${DAEMON_B_KEYS:-}"
 	tag=$(basename "$w" | tr -dc 'a-zA-Z0-9')
 	tele_a=/var/run/dpdk/dda$tag/dpdk_telemetry.v2
 	tele_b=/var/run/dpdk/ddb$tag/dpdk_telemetry.v2
@@ -19,13 +22,13 @@ daemons_start() {
 	# (meson test) puts first
 	env -u LD_LIBRARY_PATH "$droced" "DROCE_DEVARGS=net_memif0,role=server,socket=$memif,socket-abstract=no" \
 		DROCE_IPV4=10.9.0.1 "DROCE_DAEMON=$w/a.sock" "DROCE_EAL=--file-prefix dda$tag" \
-		DROCE_POLL=${DAEMON_POLL:-idle} "$@" > "$w/droced-a.log" 2>&1 &
+		DROCE_POLL=${DAEMON_POLL:-idle} "$@" "${a_keys[@]}" > "$w/droced-a.log" 2>&1 &
 	dpid_a=$!
 	echo $dpid_a > "$w/a.pid"
 	for i in $(seq 100); do [ -S "$memif" ] && break; sleep 0.1; done
 	env -u LD_LIBRARY_PATH "$droced" "DROCE_DEVARGS=net_memif0,role=client,socket=$memif,socket-abstract=no" \
 		DROCE_IPV4=10.9.0.2 "DROCE_DAEMON=$w/b.sock" "DROCE_EAL=--file-prefix ddb$tag" \
-		DROCE_POLL=${DAEMON_POLL:-idle} "$@" > "$w/droced-b.log" 2>&1 &
+		DROCE_POLL=${DAEMON_POLL:-idle} "$@" "${b_keys[@]}" > "$w/droced-b.log" 2>&1 &
 	dpid_b=$!
 	echo $dpid_b > "$w/b.pid"
 	for i in $(seq 300); do

@@ -653,6 +653,50 @@ cm_forge(void)
 	printf("forged CM messages, other classes, datagrams: refused\n");
 }
 
+static int
+set_sr(struct cs *s, uint32_t handle, uint32_t on)
+{
+	struct droce_chan_set_sr_req r = { .handle = handle, .on = on };
+
+	return cs_rpc(s, DROCE_OP_SET_SR, &r, NULL, NULL, 0, NULL, NULL);
+}
+
+/*
+ * SET_SR (both daemons' ports in DROCE_SELECTIVE_REPEAT=cm): selective
+ * repeat changes what a responder acknowledges, so the daemon takes it
+ * for the application's own RC QPs only, and only before they connect;
+ * a QP pair that both set it then moves checked data.
+ */
+static void
+sr_abuse(void)
+{
+	struct cs_side v, w;
+	struct cs_cq gcq;
+	struct cs_qp g, ud;
+
+	cs_side_open(&v, path_a);
+	cs_side_open(&w, path_b);
+	CHECK(v.s.hello.sr_mode == 2, "HELLO says mode %u (not cm)",
+		v.s.hello.sr_mode);
+	CHECK(cs_cq(&v.s, 16, &gcq) == 0, "cq");
+	CHECK(gsi_proxy(&v.s, v.pd, gcq.handle, gcq.handle, &g) == 0, "proxy");
+	CHECK(cs_qp(&v.s, v.pd, IBV_QPT_UD, &gcq, &ud) == 0, "UD QP");
+	CHECK(set_sr(&v.s, 0x0fffffff, 1) == -EINVAL, "no such QP");
+	CHECK(set_sr(&v.s, g.handle, 1) == -EINVAL, "a GSI proxy");
+	CHECK(set_sr(&v.s, ud.handle, 1) == -EINVAL, "a UD QP");
+	CHECK(set_sr(&v.s, v.qp.handle, 2) == -EINVAL, "on = 2");
+	CHECK(set_sr(&v.s, v.qp.handle, UINT32_MAX) == -EINVAL, "on = ~0");
+	CHECK(set_sr(&v.s, v.qp.handle, 1) == 0, "an RC QP in RESET");
+	CHECK(set_sr(&w.s, w.qp.handle, 1) == 0, "its peer");
+	cs_pair(&v, &w);
+	CHECK(set_sr(&v.s, v.qp.handle, 0) == -EINVAL, "a connected QP");
+	cs_traffic(&v, &w, 21);
+	cs_close(&v.s);
+	cs_close(&w.s);
+	printf("SET_SR refused but for its own RC QPs before they connect; "
+		"a pair with it moved checked data\n");
+}
+
 /* Ring a WQ's doorbell for the index its prod says now. */
 static void
 ring_raw(struct cs *s, struct cs_wq *wq, uint32_t kind, uint32_t handle)
@@ -898,6 +942,9 @@ misc_abuse(struct cs_side *y)
 		wc.status == IBV_WC_LOC_QP_OP_ERR, "an inline length of 100000: "
 		"wr_id %lu status %d", (unsigned long)wc.wr_id, wc.status);
 	CHECK(h.qp.sq.sh->error == 1, "its QP is not in error");
+	/* selective repeat on a port that does not offer it */
+	CHECK(set_sr(&z.s, z.qp.handle, 1) == -EPERM, "SET_SR on a port in "
+		"DROCE_SELECTIVE_REPEAT=0");
 	/* a request, and the socket closed before its reply */
 	CHECK(cs_open(&t, path_a) == 0, "a session");
 	CHECK(droce_chan_send(t.sock, &hdr, &cr, sizeof(cr), NULL, 0) == 0,
@@ -1157,6 +1204,8 @@ main(int argc, char **argv)
 		event_fds();
 	else if (strcmp(c, "misc_abuse") == 0)
 		misc_abuse(&y);
+	else if (strcmp(c, "sr_abuse") == 0)
+		sr_abuse();
 	else if (strcmp(c, "unread_replies") == 0)
 		unread_replies();
 	else if (strcmp(c, "hello_nameless") == 0)

@@ -24,6 +24,10 @@
 #                         @SRV@ the server's RoCE address
 #          --client-extra S  appended to the client's arguments (after the
 #                         substitutions), e.g. "@SRV@" for perftest -R
+#          --sr-offer     droce offers selective repeat (DROCE_SELECTIVE_REPEAT
+#                         =cm in the environment, droce the client): its
+#                         REQs must carry the offer, rxe's REPs must not
+#                         answer it, and droce must send no SACK
 # RXE_SUITE=trixie runs the guest on Debian 13 (kernel 6.12: ATOMIC WRITE,
 # FLUSH), with its image in a directory of its own. A PROGRAM given as a
 # path (a test program of this build) reaches the guest over virtio-9p.
@@ -38,6 +42,7 @@ loss=0
 loss_frames=0
 cm=0
 client_extra=""
+sr_offer=0
 tag=$(( ($$ % 200) + 1 ))
 expects=()
 while [ $# -gt 0 ]; do
@@ -48,6 +53,7 @@ while [ $# -gt 0 ]; do
 	--tag) tag=$2; shift 2 ;;
 	--cm) cm=1; shift ;;
 	--client-extra) client_extra=$2; shift 2 ;;
+	--sr-offer) sr_offer=1; shift ;;
 	--) shift; break ;;
 	*) echo "rxe-pair: bad argument $1" >&2; exit 2 ;;
 	esac
@@ -340,6 +346,51 @@ if [ "$loss" -gt 0 ]; then
 		echo "ok: $rexmit packets sent again (loss recovered)"
 	else
 		echo "FAIL: loss asked for, but no packet was retransmitted"; fail=1
+	fi
+fi
+# selective repeat offered to a standard peer: the tag (doc/rdmacm.md) is
+# the last 8 bytes of a REQ's or REP's MAD, both CM messages ending with
+# their private data; a SACK is an RC ACK with a payload
+if [ $sr_offer -eq 1 ]; then
+	read -r offers answers sacks < <(/usr/bin/python3 - "$work/all.pcap" \
+		"$droce_mac" "$guest_mac" <<'PY'
+import sys
+path, dmac, gmac = sys.argv[1], sys.argv[2].lower(), sys.argv[3].lower()
+d = open(path, "rb").read()
+end = "little" if d[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else "big"
+off, offers, answers, sacks = 24, 0, 0, 0
+while off + 16 <= len(d):
+    incl = int.from_bytes(d[off + 8:off + 12], end)
+    f = d[off + 16:off + 16 + incl]
+    off += 16 + incl
+    if len(f) < 62 or f[12:14] != b"\x08\x00" or f[23] != 17:
+        continue
+    ihl = (f[14] & 15) * 4
+    udp = 14 + ihl
+    if int.from_bytes(f[udp + 2:udp + 4], "big") != 4791:
+        continue
+    src = ":".join("%02x" % b for b in f[6:12])
+    bth = udp + 8
+    op, dqpn = f[bth], int.from_bytes(f[bth + 5:bth + 8], "big")
+    if op == 0x64 and dqpn == 1 and len(f) >= bth + 20 + 256:
+        mad = f[bth + 20:bth + 276]
+        attr = int.from_bytes(mad[16:18], "big")
+        tagged = mad[248:252] == b"DRSR"
+        offers += attr == 0x10 and src == dmac and tagged
+        answers += attr == 0x13 and src == gmac and tagged
+    # an ACK is UDP 8 + BTH 12 + AETH 4 + ICRC 4 bytes
+    if op == 0x11 and src == dmac and int.from_bytes(f[udp + 4:udp + 6], "big") > 28:
+        sacks += 1
+print(offers, answers, sacks)
+PY
+)
+	echo "selective repeat: droce's REQs offering it $offers, rxe's REPs" \
+		"answering ${answers:-?}, SACKs from droce ${sacks:-?}"
+	if [ "${offers:-0}" -gt 0 ] && [ "${answers:-1}" -eq 0 ] &&
+			[ "${sacks:-1}" -eq 0 ]; then
+		echo "ok: rxe ignored the offer, selective repeat stayed off"
+	else
+		echo "FAIL: selective repeat offered, answered or used"; fail=1
 	fi
 fi
 # ARP both ways, learned, not configured (no DROCE_NEIGH, no PEER_NEIGH):

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # cm-pair.sh DROCE-RUN [--expect REGEX]... [--fault SPEC] [--ipv6]
 #            [--server-ready REGEX] [--daemons DROCED]
+#            [--key K=V]... [--server-key K=V]... [--client-key K=V]...
 #            -- SERVER ARGS... -- CLIENT ARGS...
 #
 # Runs an unmodified rdma_cm program pair (rping, rdma_server/client,
@@ -19,7 +20,10 @@
 # Everything started is torn down, also on failure. With --daemons, both
 # attach to two droced joined by the link instead (server to A at
 # 10.9.0.1, client to B; test/common/daemon-lib.sh), whose QP1 carries the
-# CM; the faults are the daemons' then, and so is the report.
+# CM; the faults are the daemons' then, and so is the report. --key gives
+# both sides (or both daemons) a configuration key, --server-key and
+# --client-key one side (daemon A, daemon B). @TELE@ becomes each side's
+# DPDK telemetry socket (its daemon's, attached).
 set -uo pipefail
 . "$(dirname "$0")/../common/pair-lib.sh"
 . "$(dirname "$0")/../common/daemon-lib.sh"
@@ -30,9 +34,14 @@ v6=0
 server_stays=0
 server_ready=""
 droced=""
+srv_keys=()
+cli_keys=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--expect) expects+=("$2"); shift 2 ;;
+	--key) srv_keys+=("$2"); cli_keys+=("$2"); shift 2 ;;
+	--server-key) srv_keys+=("$2"); shift 2 ;;
+	--client-key) cli_keys+=("$2"); shift 2 ;;
 	--fault) fault=$2; shift 2 ;;
 	--ipv6) v6=1; shift ;;
 	--server-stays) server_stays=1; shift ;;
@@ -56,9 +65,11 @@ pids=()
 dpid_a=
 dpid_b=
 tele_s=
+tele_c=
 cleanup() {
 	kill_all "${pids[@]}" $dpid_a $dpid_b
 	[ -n "$tele_s" ] && rm -rf "$(dirname "$tele_s")"
+	[ -n "$tele_c" ] && rm -rf "$(dirname "$tele_c")"
 	rm -rf "$work"
 }
 trap cleanup EXIT
@@ -86,10 +97,16 @@ fi
 tag=$(basename "$work" | tr -dc 'a-zA-Z0-9')
 srv_env+=("DROCE_EAL=--file-prefix dcm$tag")
 tele_s=/var/run/dpdk/dcm$tag/dpdk_telemetry.v2
+# and the client's, for programs that read their own counters (@TELE@)
+cli_env+=("DROCE_EAL=--file-prefix dcc$tag")
+tele_c=/var/run/dpdk/dcc$tag/dpdk_telemetry.v2
+srv_env+=("${srv_keys[@]}")
+cli_env+=("${cli_keys[@]}")
 if [ -n "$droced" ]; then
 	keys=()
 	[ -n "$fault" ] && keys+=("DROCE_FAULT=$fault")
-	daemons_start "$droced" "$work" "${keys[@]}"
+	DAEMON_A_KEYS="${srv_keys[*]}" DAEMON_B_KEYS="${cli_keys[*]}" \
+		daemons_start "$droced" "$work" "${keys[@]}"
 	srv_env=("DROCE_DAEMON=$work/a.sock")
 	cli_env=("DROCE_DAEMON=$work/b.sock")
 	sock="$work/a.sock"	# there already: the server needs a moment
@@ -106,10 +123,19 @@ s.send(sys.argv[2].encode())
 print(json.loads(s.recv(65536))[sys.argv[2]].get(sys.argv[3], 0))
 PY
 }
-subst() { local a; for a in "$@"; do printf '%s\n' "${a//@SRV@/$srv_ip}"; done; }
-mapfile -t srv_cmd < <(subst "${srv_cmd[@]}")
+# subst TELEMETRY ARGS...: @SRV@ and @TELE@, one argument a line
+subst() {
+	local t=$1 a; shift
+	for a in "$@"; do a=${a//@TELE@/$t}; printf '%s\n' "${a//@SRV@/$srv_ip}"; done
+}
+if [ -n "$droced" ]; then
+	mapfile -t srv_cmd < <(subst "$tele_a" "${srv_cmd[@]}")
+	mapfile -t cli_cmd < <(subst "$tele_b" "${cli_cmd[@]}")
+else
+	mapfile -t srv_cmd < <(subst "$tele_s" "${srv_cmd[@]}")
+	mapfile -t cli_cmd < <(subst "$tele_c" "${cli_cmd[@]}")
+fi
 [ -n "$server_ready" ] && srv_cmd=(stdbuf -oL "${srv_cmd[@]}")
-mapfile -t cli_cmd < <(subst "${cli_cmd[@]}")
 
 echo "server: ${srv_cmd[*]}"
 timeout -k 5 "${CM_TIMEOUT:-240}" "$run" "${srv_env[@]}" "${srv_cmd[@]}" \

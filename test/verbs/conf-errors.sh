@@ -52,6 +52,8 @@ refused "${base[@]}" DROCE_RTO_MIN_US=1ms -- '^droce: DROCE_RTO_MIN_US=1ms: want
 refused "${base[@]}" DROCE_ECN=2 -- '^droce: DROCE_ECN=2: want 0 or 1'
 refused "${base[@]}" DROCE_NP_CNP_DSCP=64 -- '^droce: DROCE_NP_CNP_DSCP=64: want a number from 1'
 refused "${base[@]}" DROCE_NP_MIN_TIME_BETWEEN_CNPS=4us -- '^droce: DROCE_NP_MIN_TIME_BETWEEN_CNPS=4us: want a number'
+refused "${base[@]}" DROCE_SELECTIVE_REPEAT=yes -- \
+	'^droce: DROCE_SELECTIVE_REPEAT=yes: want 0 or 1 or cm'
 refused "${base[@]}" DROCE_TYPO=1 -- '^droce: DROCE_TYPO=1: unknown key \(environment\)'
 refused "${base[@]}" DROCE_IPV4S=10.9.9.2 -- \
 	'^droce: DROCE_IPV4S=10\.9\.9\.2: unknown key \(environment\); did you mean DROCE_IPV4\?'
@@ -86,7 +88,7 @@ refused -c "$w/missing.conf" -- "^droce: DROCE_CONF=$w/missing.conf: No such fil
 # correct: the device opens, droced's keys in a shared file included
 printf '# shared with droced\nDROCE_DEVARGS=net_ring0\n  DROCE_IPV4=10.9.9.1  \nDROCE_POLL=idle\nDROCE_APP_MAX_QP=8192\nDROCE_FAULT=\n' > "$w/good.conf"
 for args in "${base[*]}" "-c $w/good.conf" \
-		"${base[*]} DROCE_MTU=9000 DROCE_QUEUES=2 DROCE_NEIGH=10.9.9.2=02:00:0a:09:09:02,fd00::2=02:00:0a:09:09:03 DROCE_FAULT=20000,10000,20000,0,100 DROCE_ZERO_COPY=off DROCE_MAC=02:11:22:33:44:55"; do
+		"${base[*]} DROCE_MTU=9000 DROCE_QUEUES=2 DROCE_NEIGH=10.9.9.2=02:00:0a:09:09:02,fd00::2=02:00:0a:09:09:03 DROCE_FAULT=20000,10000,20000,0,100 DROCE_ZERO_COPY=off DROCE_MAC=02:11:22:33:44:55 DROCE_SELECTIVE_REPEAT=cm"; do
 	# shellcheck disable=SC2086
 	if timeout -k 5 30 "$run" $args "$open" > "$w/out" 2> "$w/err" &&
 			grep -q 'opened droce0' "$w/out" && ! [ -s "$w/err" ]; then
