@@ -774,6 +774,9 @@ struct droce_tp_stats {
 	 *  (np_ecn_marked_roce_packets), CNPs sent (np_cnp_sent), CNPs
 	 *  acted on (rp_cnp_handled) and not (rp_cnp_ignored) */
 	uint64_t np_ecn_marked, np_cnp_sent, rp_cnp_handled, rp_cnp_ignored;
+	/** Retransmission timeouts that cut the rate as a CNP would
+	 *  (mlx5's roce_slow_restart) */
+	uint64_t slow_restart;
 };
 
 /** A QP's congestion control now (telemetry's per-QP rate). */
@@ -783,6 +786,7 @@ struct droce_qp_cc {
 	uint64_t rate_mbps;	/**< current rate (line rate when not limited) */
 	uint64_t target_mbps;
 	uint32_t alpha;		/**< of 1024 */
+	uint64_t cuts;		/**< rate cuts since the QP was created */
 };
 void droce_qp_cc(const struct droce_qp *qp, struct droce_qp_cc *cc);
 /** The same by QPN (the owner lock held, as droce_dev_qp_stats). */

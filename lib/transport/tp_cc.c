@@ -104,6 +104,26 @@ tp_cc_rx_cnp(struct droce_tp_queue *q, const struct droce_pkt *pkt)
 }
 
 /*
+ * The retransmission timer fired: what was in flight is lost, most
+ * likely to a queue that overflowed, and nothing may come back to say
+ * so (every marked frame was dropped too). A QP at the line rate enters
+ * the limiter as for a CNP (ConnectX's slow restart), or it would come
+ * back at the line rate into the queue that dropped its window.
+ */
+void
+tp_cc_timeout(struct droce_qp *qp)
+{
+	/* once limited, CNPs steer the rate: timeouts in a row (a peer
+	 * gone, a long outage) would otherwise drive it to the floor */
+	if (qp->dev->conf.cc == DROCE_CC_NONE || qp->type != IBV_QPT_RC)
+		return;
+	qp->st.slow_restart++;
+	if (!qp->cc.limited)
+		qp->cc_next_tx = qp->queue->now;
+	tp_dcqcn_cnp(&qp->cc, &qp->dev->dcqcn, qp->queue->now);
+}
+
+/*
  * Pacing: a limited QP's next frame may leave when the last one would
  * have finished at its rate. A QP that waited (nothing to send) gets at
  * most TP_CC_BURST bytes of credit back, so it cannot burst above its
@@ -124,5 +144,42 @@ tp_cc_tx(struct droce_qp *qp, uint32_t len)
 	floor = now - TP_CC_BURST * 8000000000ull / rate;
 	if (now > TP_CC_BURST * 8000000000ull / rate && qp->cc_next_tx < floor)
 		qp->cc_next_tx = floor;
+	qp->cc_last_tx = qp->cc_next_tx > now ? qp->cc_next_tx : now;
+	qp->cc_last_len = len;
 	qp->cc_next_tx += (uint64_t)len * 8000000000ull / rate;
+}
+
+/*
+ * A paced QP waits for its next frame's time; meanwhile DCQCN's timer
+ * may have raised the rate (a flow cut to a few Mbit/s waits
+ * milliseconds a frame, and only the timer brings it back): the time is
+ * taken again at the rate now. 1 if it must still wait.
+ */
+int
+tp_cc_wait_slow(struct droce_qp *qp)
+{
+	uint64_t now = qp->queue->now, rc = qp->cc.rc, t;
+
+	tp_dcqcn_advance(&qp->cc, &qp->dev->dcqcn, now);
+	if (!qp->cc.limited)
+		return 0;
+	if (qp->cc.rc != rc) {
+		t = qp->cc_last_tx + (uint64_t)qp->cc_last_len *
+			8000000000ull / qp->cc.rc;
+		if (t < qp->cc_next_tx)
+			qp->cc_next_tx = t;
+	}
+	return now < qp->cc_next_tx;
+}
+
+/* When a paced QP may send next, or its rate may rise (the timer). */
+uint64_t
+tp_cc_deadline(const struct droce_qp *qp)
+{
+	uint64_t t = qp->cc_next_tx;
+	const struct tp_dcqcn_conf *c = &qp->dev->dcqcn;
+
+	if (c->time_reset_ns && qp->cc.timer_at + c->time_reset_ns < t)
+		t = qp->cc.timer_at + c->time_reset_ns;
+	return t;
 }

@@ -21,7 +21,7 @@ struct tp_dcqcn {
 	uint8_t cnp_in_period;	/* a CNP since alpha's last update */
 	uint8_t timer_inc;	/* an increase by timer since the last cut */
 	uint64_t rc, rt;	/* current and target rate, bit/s */
-	uint32_t alpha;		/* of 1024 */
+	uint32_t alpha;		/* of 2^20 (tp_dcqcn.c) */
 	uint32_t t_stage, bc_stage;	/* increase events since the cut */
 	uint64_t alpha_at;	/* alpha's period began */
 	uint64_t timer_at;	/* the rate-increase timer's period began */

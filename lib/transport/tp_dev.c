@@ -386,7 +386,8 @@ droce_qp_cc(const struct droce_qp *qp, struct droce_qp_cc *cc)
 	cc->limited = qp->cc.limited;
 	cc->rate_mbps = (qp->cc.limited ? qp->cc.rc : line) / 1000000;
 	cc->target_mbps = (qp->cc.limited ? qp->cc.rt : line) / 1000000;
-	cc->alpha = qp->cc.limited ? qp->cc.alpha : 0;
+	cc->alpha = qp->cc.limited ? qp->cc.alpha >> 10 : 0;
+	cc->cuts = qp->cc.cuts;
 }
 
 void droce_qp_set_user(struct droce_qp *qp, void *user) { qp->user = user; }
