@@ -113,6 +113,9 @@ enum droce_sr_mode {
 enum droce_cc_mode {
 	DROCE_CC_DCQCN = 0,	/**< DCQCN's reaction point (doc/congestion.md) */
 	DROCE_CC_NONE = 1,	/**< CNPs counted (rp_cnp_ignored), not acted on */
+	/** zero-touch: the rate follows the queueing delay the requester
+	 *  measures (tp_delay.c); CNPs counted, not acted on */
+	DROCE_CC_DELAY = 2,
 };
 
 /**
@@ -190,6 +193,11 @@ struct droce_dev_conf {
 	/** DCQCN's parameters when dcqcn_set, else ConnectX's defaults */
 	uint8_t dcqcn_set;
 	struct droce_dcqcn_params dcqcn;
+	/** DROCE_CC_DELAY: the queueing delay aimed at (0: 10000 ns) and
+	 *  the additive increase per round trip (0: a thousandth of the
+	 *  line rate) */
+	uint32_t delay_target_ns;
+	uint32_t delay_ai_mbps;
 };
 
 /** Creates a device. NULL and errno on failure. */

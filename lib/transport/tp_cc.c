@@ -93,7 +93,7 @@ tp_cc_rx_cnp(struct droce_tp_queue *q, const struct droce_pkt *pkt)
 		q->st.rx_drop_noqp++;
 		return;
 	}
-	if (qp->dev->conf.cc == DROCE_CC_NONE) {
+	if (qp->dev->conf.cc != DROCE_CC_DCQCN) {
 		qp->st.rp_cnp_ignored++;
 		return;
 	}
@@ -120,7 +120,20 @@ tp_cc_timeout(struct droce_qp *qp)
 	qp->st.slow_restart++;
 	if (!qp->cc.limited)
 		qp->cc_next_tx = qp->queue->now;
-	tp_dcqcn_cnp(&qp->cc, &qp->dev->dcqcn, qp->queue->now);
+	if (qp->dev->conf.cc == DROCE_CC_DELAY)
+		tp_delay_loss(&qp->cc, &qp->dev->delay, qp->queue->now);
+	else
+		tp_dcqcn_cnp(&qp->cc, &qp->dev->dcqcn, qp->queue->now);
+}
+
+void
+tp_cc_rtt(struct droce_qp *qp, uint64_t rtt, uint64_t now)
+{
+	if (qp->dev->conf.cc != DROCE_CC_DELAY)
+		return;
+	if (!qp->cc.limited)
+		qp->cc_next_tx = now;
+	tp_delay_rtt(&qp->cc, &qp->dev->delay, rtt, qp->rtt_min_ns, now);
 }
 
 /*
@@ -137,7 +150,8 @@ tp_cc_tx(struct droce_qp *qp, uint32_t len)
 {
 	uint64_t now = qp->queue->now, rate, floor;
 
-	tp_dcqcn_sent(&qp->cc, &qp->dev->dcqcn, len, now);
+	if (qp->dev->conf.cc == DROCE_CC_DCQCN)
+		tp_dcqcn_sent(&qp->cc, &qp->dev->dcqcn, len, now);
 	if (!qp->cc.limited)
 		return;
 	rate = qp->cc.rc;
@@ -160,7 +174,8 @@ tp_cc_wait_slow(struct droce_qp *qp)
 {
 	uint64_t now = qp->queue->now, rc = qp->cc.rc, t;
 
-	tp_dcqcn_advance(&qp->cc, &qp->dev->dcqcn, now);
+	if (qp->dev->conf.cc == DROCE_CC_DCQCN)
+		tp_dcqcn_advance(&qp->cc, &qp->dev->dcqcn, now);
 	if (!qp->cc.limited)
 		return 0;
 	if (qp->cc.rc != rc) {
@@ -179,7 +194,8 @@ tp_cc_deadline(const struct droce_qp *qp)
 	uint64_t t = qp->cc_next_tx;
 	const struct tp_dcqcn_conf *c = &qp->dev->dcqcn;
 
-	if (c->time_reset_ns && qp->cc.timer_at + c->time_reset_ns < t)
+	if (qp->dev->conf.cc == DROCE_CC_DCQCN && c->time_reset_ns &&
+			qp->cc.timer_at + c->time_reset_ns < t)
 		t = qp->cc.timer_at + c->time_reset_ns;
 	return t;
 }

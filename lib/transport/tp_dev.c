@@ -96,6 +96,8 @@ droce_dev_create(const struct droce_dev_conf *conf)
 	if (dev->conf.line_rate_mbps == 0)
 		dev->conf.line_rate_mbps = 100000;
 	tp_dcqcn_conf(&dev->dcqcn, &dev->conf.dcqcn, dev->conf.line_rate_mbps);
+	tp_delay_conf(&dev->delay, dev->conf.line_rate_mbps,
+		dev->conf.delay_target_ns, dev->conf.delay_ai_mbps);
 	droce_dev_default_limits(&dev->lim);
 	if (conf->limits.max_qp)
 		dev->lim = conf->limits;

@@ -641,6 +641,7 @@ struct droce_tp_queue {
 struct droce_dev {
 	struct droce_dev_conf conf;
 	struct tp_dcqcn_conf dcqcn;	/* conf's, in the machine's units */
+	struct tp_delay_conf delay;
 	struct droce_dev_limits lim;
 	pthread_mutex_t lock;
 	struct tp_key *keys;	/* MR/MW by key index */
@@ -835,6 +836,8 @@ int tp_cc_wait_slow(struct droce_qp *qp);
 uint64_t tp_cc_deadline(const struct droce_qp *qp);
 /* the retransmission timer fired: the rate is cut as for a CNP */
 void tp_cc_timeout(struct droce_qp *qp);
+/* a round trip measured (tp_rto.c): the delay-based controller's input */
+void tp_cc_rtt(struct droce_qp *qp, uint64_t rtt, uint64_t now);
 
 /* qp is paced and its next frame is not due yet */
 static inline int

@@ -93,6 +93,7 @@ tp_rto_progress(struct droce_qp *qp, uint32_t new_una, uint64_t now)
 		qp->rttvar_ns = (3 * qp->rttvar_ns + d) / 4;
 		qp->srtt_ns = (7 * qp->srtt_ns + r) / 8;
 	}
+	tp_cc_rtt(qp, now - qp->rtt_sent, now);
 }
 
 /* Something is resent: the PSN being timed may come back twice. */

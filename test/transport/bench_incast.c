@@ -10,7 +10,8 @@
  * the measured span), the bottleneck's use, drops before and after the
  * warm-up, marks, queue depth, and what recovery cost.
  *
- *   droce-incast-sim [--senders 8,64] [--gbps 25,100] [--cc dcqcn,none]
+ *   droce-incast-sim [--senders 8,64] [--gbps 25,100]
+ *       [--cc dcqcn,delay,none] [--delay-target-us US] [--delay-ai-mbps M]
  *       [--mark ecn|none] [--run-ms 50] [--warm-ms 10] [--size B]
  *       [--depth N] [--mtu 4096] [--rtt-us 4] [--buffer-kb K]
  *       [--kmin-kb K] [--kmax-kb K] [--pmax P] [--sr 0|1]
@@ -34,7 +35,8 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: droce-incast-sim [--senders N,..] [--gbps G,..] "
-		"[--cc dcqcn,none] [--mark ecn|none] [--run-ms MS] "
+		"[--cc dcqcn,delay,none] [--mark ecn|none] [--run-ms MS] "
+		"[--delay-target-us US] [--delay-ai-mbps M] "
 		"[--warm-ms MS] [--size B] [--depth N] [--mtu B] [--rtt-us US] "
 		"[--buffer-kb K] [--kmin-kb K] [--kmax-kb K] [--pmax P] "
 		"[--sr 0|1] [--rto-min-us US] [--series FILE] "
@@ -104,6 +106,8 @@ main(int argc, char **argv)
 		{ "rto-min-us", required_argument, NULL, 'o' },
 		{ "series", required_argument, NULL, 'T' },
 		{ "rp", required_argument, NULL, 'R' },
+		{ "delay-target-us", required_argument, NULL, 'D' },
+		{ "delay-ai-mbps", required_argument, NULL, 'A' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *senders = "8,64", *gbps = "25,100", *ccs = "dcqcn,none";
@@ -139,6 +143,11 @@ main(int argc, char **argv)
 		case 'o': c.rto_min_us = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
 		case 'T': series = optarg; break;
+		case 'D': c.delay_target_ns = (uint32_t)strtoul(optarg, NULL,
+				0) * 1000;
+			break;
+		case 'A': c.delay_ai_mbps = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'R':
 			if (rp_parse(optarg, &rp) != 0)
 				usage();
@@ -171,7 +180,8 @@ main(int argc, char **argv)
 				c.senders = (uint32_t)strtoul(sn, NULL, 0);
 				c.gbps = strtoull(sg, NULL, 0);
 				c.cc = strcmp(sc, "none") == 0 ? DROCE_CC_NONE :
-					DROCE_CC_DCQCN;
+					strcmp(sc, "delay") == 0 ?
+					DROCE_CC_DELAY : DROCE_CC_DCQCN;
 				scale = c.gbps * 1024 / 25;
 				c.buffer = buffer_kb >= 0 ? (uint64_t)buffer_kb *
 					1024 : scale * 1024;

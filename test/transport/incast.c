@@ -207,6 +207,8 @@ incast_run(const struct incast_conf *c, struct incast_result *r)
 	fc.dev.cc = c->cc;
 	fc.dev.selective_repeat = c->sr;
 	fc.dev.rto_min_us = c->rto_min_us;
+	fc.dev.delay_target_ns = c->delay_target_ns;
+	fc.dev.delay_ai_mbps = c->delay_ai_mbps;
 	if (c->dcqcn) {
 		fc.dev.dcqcn = *c->dcqcn;
 		fc.dev.dcqcn_set = 1;

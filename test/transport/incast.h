@@ -32,6 +32,7 @@ struct incast_conf {
 	uint8_t sr;			/* selective repeat */
 	uint32_t rto_min_us, timeout;
 	const struct droce_dcqcn_params *dcqcn;	/* NULL: ConnectX's */
+	uint32_t delay_target_ns, delay_ai_mbps;	/* DROCE_CC_DELAY */
 	uint64_t seed;
 	FILE *series;	/* CSV: t_us, queue bytes, each flow's Gbit/s,
 			 * each flow's DCQCN rate */
