@@ -189,6 +189,8 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	copy_key(c->eal, sizeof(c->eal), "DROCE_EAL", 0, 0);
 	copy_key(c->fault, sizeof(c->fault), "DROCE_FAULT", port, 1);
 	copy_key(c->fault_tx, sizeof(c->fault_tx), "DROCE_FAULT_TX", port, 1);
+	v = port_get("DROCE_FAULT_CE", port, 1);
+	c->fault_ce_ppm = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	copy_key(c->neigh, sizeof(c->neigh), "DROCE_NEIGH", port, 0);
 	/* droce_conf_check refuses what is malformed; empty is unset */
 	v = port_get("DROCE_QUEUES", port, 1);
@@ -321,6 +323,9 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 	pc->sr_window = c->sr_window;
 	pc->name = c->name;
 	fault_parse(c->fault, &pc->fault_rx, 1);
+	pc->fault_rx.ce_ppm = c->fault_ce_ppm;
+	if (c->fault_ce_ppm && pc->fault_rx.seed == 0)
+		pc->fault_rx.seed = (uint64_t)getpid() * 2654435761u + 3;
 	fault_parse(c->fault_tx, &pc->fault_tx, 2);
 }
 
@@ -376,6 +381,11 @@ recovery_report(struct droce_port *port, const struct droce_conf *c)
 		c->name, sum.retransmits, sum.resent_pkts, sum.timeouts,
 		sum.nak_seq_tx, sum.nak_seq_rx, sum.sr_held, sum.sack_tx,
 		sum.sack_rx);
+	fprintf(stderr, "droce: %s congestion: CE-marked frames %" PRIu64
+		" CNPs sent %" PRIu64 " CNPs handled %" PRIu64 " ignored %"
+		PRIu64 " slow restarts %" PRIu64 "\n", c->name,
+		sum.np_ecn_marked, sum.np_cnp_sent, sum.rp_cnp_handled,
+		sum.rp_cnp_ignored, sum.slow_restart);
 }
 
 void
@@ -383,16 +393,16 @@ droce_conf_fault_report(struct droce_port *port, const struct droce_conf *c)
 {
 	struct droce_fault_stats rx, tx;
 
-	if (!c->fault[0] && !c->fault_tx[0])
+	if (!c->fault[0] && !c->fault_tx[0] && !c->fault_ce_ppm)
 		return;
 	droce_port_fault_stats(port, &rx, &tx);
 	fprintf(stderr, "droce: %s fault injection: receive dropped %" PRIu64
 		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
 		PRIu64 " delayed %" PRIu64 "; transmit dropped %" PRIu64
 		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
-		PRIu64 " delayed %" PRIu64 "\n", c->name, rx.dropped,
-		rx.duplicated, rx.reordered, rx.corrupted, rx.delayed,
-		tx.dropped, tx.duplicated, tx.reordered, tx.corrupted,
-		tx.delayed);
+		PRIu64 " delayed %" PRIu64 "; CE-marked on receipt %" PRIu64
+		"\n", c->name, rx.dropped, rx.duplicated, rx.reordered,
+		rx.corrupted, rx.delayed, tx.dropped, tx.duplicated,
+		tx.reordered, tx.corrupted, tx.delayed, rx.ce_marked);
 	recovery_report(port, c);
 }

@@ -95,6 +95,9 @@ static const struct ck_key ck_keys[] = {
 	{ "DROCE_FAULT_TX", CK_FAULT, 0, 127, NULL, 0, PORT,
 		"DROP,DUP,REORDER,CORRUPT[,FRAMES]",
 		"the same on transmit" },
+	{ "DROCE_FAULT_CE", CK_NUM, 0, 1000000, NULL, 10, PORT, "PPM",
+		"mark received RoCE frames CE (congestion experienced) as a "
+		"switch would, in ppm: CNPs to test with (0)" },
 	{ "DROCE_ZERO_COPY", CK_ZC, 0, UINT32_MAX - 1, NULL, 10, PORT,
 		"auto|off|BYTES",
 		"send payloads of at least BYTES from the MR itself (auto: "
