@@ -126,6 +126,31 @@ tp_cc_timeout(struct droce_qp *qp)
 		tp_dcqcn_cnp(&qp->cc, &qp->dev->dcqcn, qp->queue->now);
 }
 
+/*
+ * The delay-based controller also bounds what is in flight, as Swift's
+ * window does: the rate (the line rate until the first cut) times the
+ * round trip it aims at (the shortest seen plus the target), at least
+ * two packets. Pacing alone lets a flow keep sending into a queue whose
+ * delay it hears of only a queue's worth later; the window stops it
+ * when its own packets wait, and keeps an incast's first burst to a
+ * bandwidth-delay product per flow.
+ */
+int
+tp_cc_window_full(const struct droce_qp *qp)
+{
+	const struct tp_delay_conf *c = &qp->dev->delay;
+	uint64_t win, inflight, rate, rtt;
+
+	rate = qp->cc.limited ? qp->cc.rc : c->line_bps;
+	/* before the first round trip is measured: twice the target */
+	rtt = (qp->rtt_min_ns ? qp->rtt_min_ns : c->target_ns) + c->target_ns;
+	win = rate / 8 * rtt / 1000000000;
+	if (win < 2ull * qp->mtu)
+		win = 2ull * qp->mtu;
+	inflight = (uint64_t)droce_psn_diff(qp->psn, qp->una) * qp->mtu;
+	return inflight >= win;
+}
+
 void
 tp_cc_rtt(struct droce_qp *qp, uint64_t rtt, uint64_t now)
 {

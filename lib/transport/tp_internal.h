@@ -834,6 +834,8 @@ void tp_cc_tx(struct droce_qp *qp, uint32_t len);
 
 int tp_cc_wait_slow(struct droce_qp *qp);
 uint64_t tp_cc_deadline(const struct droce_qp *qp);
+/* the delay-based controller's window is full: nothing new leaves */
+int tp_cc_window_full(const struct droce_qp *qp);
 /* the retransmission timer fired: the rate is cut as for a CNP */
 void tp_cc_timeout(struct droce_qp *qp);
 /* a round trip measured (tp_rto.c): the delay-based controller's input */

@@ -453,6 +453,9 @@ tp_req_progress(struct droce_qp *qp)
 			if (droce_psn_diff(qp->psn, qp->una) >= (qp->sr ?
 					(int32_t)qp->sr_win : TP_MAX_UNACKED_PSNS))
 				break;
+			if (qp->dev->conf.cc == DROCE_CC_DELAY &&
+					tp_cc_window_full(qp))
+				break;
 		}
 		/*
 		 * Local checks once, before the first packet, for a message
