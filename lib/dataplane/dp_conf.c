@@ -231,8 +231,14 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	v = droce_conf_get("DROCE_NP_CNP_DSCP");
 	c->np_cnp_dscp = v && v[0] ? (uint8_t)strtoul(v, NULL, 10) : 0;
 	v = droce_conf_get("DROCE_CC");
-	c->cc = v != NULL && strcmp(v, "none") == 0 ? DROCE_CC_NONE :
+	c->cc = v == NULL ? DROCE_CC_DCQCN : strcmp(v, "none") == 0 ?
+		DROCE_CC_NONE : strcmp(v, "delay") == 0 ? DROCE_CC_DELAY :
 		DROCE_CC_DCQCN;
+	v = droce_conf_get("DROCE_CC_DELAY_TARGET_US");
+	c->delay_target_ns = v && v[0] ?
+		(uint32_t)strtoul(v, NULL, 10) * 1000 : 0;
+	v = droce_conf_get("DROCE_CC_DELAY_AI");
+	c->delay_ai_mbps = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	v = droce_conf_get("DROCE_CC_LINE_RATE");
 	c->line_rate_mbps = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	droce_dcqcn_params_default(&c->dcqcn);
@@ -317,6 +323,8 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 	pc->line_rate_mbps = c->line_rate_mbps;
 	pc->dcqcn_set = c->dcqcn_set;
 	pc->dcqcn = c->dcqcn;
+	pc->delay_target_ns = c->delay_target_ns;
+	pc->delay_ai_mbps = c->delay_ai_mbps;
 	pc->rxe_flush_icrc = (uint8_t)c->rxe_flush_icrc;
 	pc->rto_min_us = c->rto_min_us;
 	pc->selective_repeat = (uint8_t)c->selective_repeat;

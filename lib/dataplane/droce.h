@@ -142,6 +142,10 @@ struct droce_port_conf {
 	uint32_t line_rate_mbps;
 	uint8_t dcqcn_set;
 	struct droce_dcqcn_params dcqcn;
+	/** DROCE_CC_DELAY's target queueing delay (ns) and additive
+	 *  increase (Mbit/s per round trip); 0: the defaults */
+	uint32_t delay_target_ns;
+	uint32_t delay_ai_mbps;
 };
 
 #define DROCE_OFFLOAD_AUTO	0

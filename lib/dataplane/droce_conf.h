@@ -61,6 +61,8 @@ struct droce_conf {
 	uint32_t line_rate_mbps;	/**< DROCE_CC_LINE_RATE, 0: the link's */
 	uint8_t dcqcn_set;	/**< some DROCE_RP_ key was set */
 	struct droce_dcqcn_params dcqcn;	/**< DROCE_RP_*, else defaults */
+	uint32_t delay_target_ns;	/**< DROCE_CC_DELAY_TARGET_US */
+	uint32_t delay_ai_mbps;		/**< DROCE_CC_DELAY_AI */
 	uint32_t ipv4;		/**< host order, 0: none */
 	uint32_t mtu;
 	uint8_t mac[6];
