@@ -9,7 +9,8 @@
  * control, and through a switch that only drops. With DCQCN the switch
  * marks, the receiver sends CNPs, the senders cut their rates, and after
  * the first burst nothing more is dropped; without it the queue stays
- * full and keeps dropping. All of it runs in virtual time: the same on
+ * full and keeps dropping; the delay-based mode holds the queue of a
+ * switch that only drops, with a tenth of the drops. All of it runs in virtual time: the same on
  * any machine, however loaded.
  */
 
@@ -62,7 +63,7 @@ verified(const char *what, int rc, const struct incast_result *r)
 int
 main(void)
 {
-	struct incast_result dc, none, drop, gbn;
+	struct incast_result dc, none, drop, delay, gbn;
 	struct incast_conf c;
 	int rc;
 
@@ -100,6 +101,18 @@ main(void)
 	verified("dcqcn, no marks", rc, &drop);
 	CHECK_EQ(drop.marks, 0, "no marks");
 
+	/* the delay-based mode through the switch that only drops: its
+	 * own round trips steer it */
+	conf(&c, DROCE_CC_DELAY, 1);
+	c.no_mark = 1;
+	rc = incast_run(&c, &delay);
+	report("delay, no marks", &delay);
+	verified("delay, no marks", rc, &delay);
+	CHECK(delay.marks == 0 && delay.cuts > 0, "delay: cuts without marks");
+	CHECK(delay.drops_after_warm * 10 < none.drops_after_warm &&
+		delay.q_p50 < c.buffer / 4, "delay: the queue held, a tenth "
+		"of the drops (%" PRIu64 ")", delay.drops_after_warm);
+
 	/* go-back-N (a standard peer's recovery) under the same incast */
 	conf(&c, DROCE_CC_DCQCN, 0);
 	rc = incast_run(&c, &gbn);
@@ -109,6 +122,7 @@ main(void)
 	incast_result_free(&dc);
 	incast_result_free(&none);
 	incast_result_free(&drop);
+	incast_result_free(&delay);
 	incast_result_free(&gbn);
 	return check_report("test_tp_incast");
 }
