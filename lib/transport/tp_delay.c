@@ -10,9 +10,10 @@
  * less the shortest seen on the QP is the time its packets queued. Below
  * the target the rate grows by ai once per round trip (additive); above
  * it, once per round trip, it is cut in proportion to how far above:
- * rate *= 1 - beta * (delay - target) / delay, at most by max_mdf (0.2
- * and a quarter: every flow sees the same queue and cuts at once, and
- * deeper cuts left the port idle after each spike, doc/perf.md). A
+ * rate *= 1 - beta * (delay - target) / delay, at most by max_mdf (beta
+ * 0.2, so at most a fifth: every flow sees the same queue and cuts at
+ * once, and deeper cuts left the port idle after each spike,
+ * doc/perf.md). A
  * timeout (a window lost whole) halves it. Nothing goes on the wire: the
  * timestamps are the requester's own, so any peer will do. At the line
  * rate the QP leaves the limiter and costs nothing, as with DCQCN.
@@ -32,7 +33,7 @@ tp_delay_conf(struct tp_delay_conf *c, uint64_t line_mbps, uint32_t target_ns,
 	c->ai_bps = ai_mbps ? (uint64_t)ai_mbps * MBPS : c->line_bps / 1000;
 	c->min_bps = MBPS;
 	c->beta_1024 = 205;		/* 0.2 */
-	c->max_mdf_1024 = 256;		/* at most a quarter per round trip */
+	c->max_mdf_1024 = 256;		/* a bound; beta keeps cuts under it */
 }
 
 /* Cut by f/1024 of the rate, entering the limiter from the line rate. */

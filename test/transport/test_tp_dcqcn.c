@@ -9,7 +9,8 @@
  * recovery, additive and hyper increase by timer and by byte counter,
  * the way back to the line rate), then a long scripted run against a
  * reference model in floating point written from the published
- * formulas.
+ * formulas. Then the delay-based controller (tp_delay.c) on the same
+ * rate state.
  */
 
 #include <inttypes.h>
@@ -326,6 +327,48 @@ test_against_reference(void)
 		"line rate", s.cuts);
 }
 
+/*
+ * The delay-based controller (tp_delay.c) on the same rate state: below
+ * the target it does nothing until limited; above it, a cut in
+ * proportion to the excess (0.2 of its share of the delay), at most once
+ * per round trip; below it again, the additive
+ * step once per round trip, back to the line rate and off the limiter.
+ */
+static void
+test_delay_machine(void)
+{
+	struct tp_delay_conf d;
+	struct tp_dcqcn s = { 0 };
+	uint64_t line = 25000000000ull, rc;
+
+	tp_delay_conf(&d, 25000, 10000, 0);
+	CHECK(d.target_ns == 10000 && d.ai_bps == line / 1000,
+		"defaults: target 10 us, a thousandth of the line a step");
+	tp_delay_rtt(&s, &d, 12000, 4000, 100 * US);
+	CHECK(!s.limited, "8 us of queueing, under the target: unlimited");
+	/* 40 us queued: 30 over, 0.2 x 30/40 = 15% */
+	tp_delay_rtt(&s, &d, 44000, 4000, 200 * US);
+	CHECK(s.limited && fabs(ratio(s.rc, line) - 0.85) < 0.002,
+		"a cut of 15%%: %.4f of the line", ratio(s.rc, line));
+	rc = s.rc;
+	tp_delay_rtt(&s, &d, 44000, 4000, 200 * US + 20000);
+	CHECK_EQ(s.rc, rc, "no second cut within the round trip");
+	/* 1 ms queued (a round trip after the last cut): 0.2 x 990/1000 */
+	tp_delay_rtt(&s, &d, 1004000, 4000, 1300 * US);
+	CHECK(fabs(ratio(s.rc, rc) - 0.802) < 0.002, "a deep queue: a cut "
+		"of ~a fifth, %.4f", ratio(s.rc, rc));
+	rc = s.rc;
+	tp_delay_rtt(&s, &d, 6000, 4000, 1400 * US);
+	CHECK_EQ(s.rc, rc + line / 1000, "under the target: one step up");
+	tp_delay_rtt(&s, &d, 6000, 4000, 1400 * US + 3000);
+	CHECK_EQ(s.rc, rc + line / 1000, "one step per round trip");
+	tp_delay_loss(&s, &d, 1500 * US);
+	CHECK_EQ(s.rc, (rc + line / 1000) / 2, "a timeout halves it");
+	for (int i = 1; i < 100000 && s.limited; i++)
+		tp_delay_rtt(&s, &d, 6000, 4000, 1500 * US + i * 10000ull);
+	CHECK(!s.limited && s.rc == line, "back at the line rate, unlimited");
+}
+
 int
 main(void)
 {
@@ -335,5 +378,6 @@ main(void)
 	test_alpha_decay();
 	test_increases();
 	test_against_reference();
+	test_delay_machine();
 	return check_report("test_tp_dcqcn");
 }
