@@ -1,0 +1,165 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * An egress queue: admission (tail drop, RED ECN marking) on the way in
+ * and a token bucket on the way out, which is what makes a port the
+ * bottleneck of a test.
+ *
+ * Marking looks at the instantaneous queue depth, not RED's moving
+ * average: that is how switches are set up for DCQCN (the marking
+ * profile Kmin/Kmax/Pmax applies to the queue as it is when the frame
+ * arrives), and it is what the reaction point's tuning assumes.
+ */
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_random.h>
+
+#include "switch.h"
+
+int
+sw_queue_init(struct sw_queue *q, const struct sw_qconf *c,
+	uint64_t tsc_hz, uint64_t now)
+{
+	/* one slot per 64 bytes of buffer: the queue fills by bytes first
+	 * even with minimum-size frames */
+	uint32_t slots = rte_align32pow2(c->buffer / 64 + SW_BURST);
+
+	q->c = *c;
+	q->ring = rte_zmalloc("sw_queue", sizeof(*q->ring) * slots, 0);
+	if (q->ring == NULL)
+		return -ENOMEM;
+	q->size = slots;
+	q->last_tsc = now;
+	q->credit = c->burst;
+	q->bytes_per_tsc = (double)c->rate_bps / 8.0 / (double)tsc_hz;
+	return 0;
+}
+
+static int
+red_hit(const struct sw_queue *q)
+{
+	double p;
+
+	if (q->bytes <= q->c.kmin)
+		return 0;
+	if (q->bytes >= q->c.kmax)
+		return 1;
+	p = q->c.pmax * (double)(q->bytes - q->c.kmin) /
+		(double)(q->c.kmax - q->c.kmin);
+	return (double)rte_rand() * 0x1p-64 < p;
+}
+
+void
+sw_queue_enqueue(struct sw_queue *q, struct rte_mbuf *m)
+{
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+	struct sw_flow *f = sw_flow_get((int)m->hash.usr - 1);
+
+	if (q->bytes + len > q->c.buffer || q->tail - q->head == q->size) {
+		q->tail_drops++;
+		if (f != NULL)
+			f->dropped++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (q->c.ecn && red_hit(q)) {
+		switch (sw_frame_ecn(m)) {
+		case SW_ECT0:
+		case SW_ECT1:
+			sw_frame_set_ce(m);
+			q->marked++;
+			if (f != NULL)
+				f->marked++;
+			break;
+		case SW_CE:
+			q->ce_seen++;
+			break;
+		default:
+			/* a frame that cannot take a mark: drop it where a
+			 * marking switch would (RFC 3168 section 5) */
+			q->red_drops++;
+			if (f != NULL)
+				f->dropped++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
+	q->ring[q->tail++ & (q->size - 1)] = m;
+	q->bytes += len;
+	if (q->bytes > q->max_bytes)
+		q->max_bytes = q->bytes;
+	q->enq_frames++;
+	q->enq_bytes += len;
+}
+
+static void
+tx_port(struct sw_port *p, struct rte_mbuf **b, uint16_t n)
+{
+	uint16_t i, sent = 0;
+
+	/* a port whose peer's ring is full gets a few tries, then the
+	 * frames are lost as at a host whose receive ring overflowed */
+	for (i = 0; i < 4 && sent < n; i++)
+		sent += rte_eth_tx_burst(p->id, 0, b + sent, n - sent);
+	p->tx_fail += n - sent;
+	for (i = sent; i < n; i++)
+		rte_pktmbuf_free(b[i]);
+}
+
+void
+sw_queue_drain(struct sw_queue *q, uint64_t now, struct sw_port *ports)
+{
+	struct rte_mbuf *out[SW_MAX_PORTS][SW_BURST];
+	uint16_t nout[SW_MAX_PORTS] = { 0 };
+	int budget = SW_BURST;
+	uint16_t i;
+
+	if (q->c.rate_bps) {
+		q->credit += (double)(now - q->last_tsc) * q->bytes_per_tsc;
+		/* a descheduled switch does not make up for the time lost:
+		 * the link stays at most its rate over any burst window */
+		if (q->credit > q->c.burst)
+			q->credit = q->c.burst;
+	}
+	q->last_tsc = now;
+	while (q->head != q->tail && budget-- > 0) {
+		struct rte_mbuf *m = q->ring[q->head & (q->size - 1)];
+		uint32_t len = rte_pktmbuf_pkt_len(m);
+		struct sw_port *p = &ports[m->port];
+		struct sw_flow *f;
+
+		if (q->c.rate_bps && q->credit < len)
+			break;
+		q->credit -= len;
+		q->head++;
+		q->bytes -= len;
+		p->tx_frames++;
+		p->tx_bytes += len;
+		f = sw_flow_get((int)m->hash.usr - 1);
+		if (f != NULL)
+			f->tx_bytes += len;
+		out[m->port][nout[m->port]++] = m;
+	}
+	if (q->c.rate_bps == 0)
+		q->credit = 0;
+	for (i = 0; i < SW_MAX_PORTS; i++)
+		if (nout[i])
+			tx_port(&ports[i], out[i], nout[i]);
+}
+
+/* At exit: what is still queued is freed, not sent. */
+void
+sw_queue_flush(struct sw_queue *q)
+{
+	while (q->head != q->tail)
+		rte_pktmbuf_free(q->ring[q->head++ & (q->size - 1)]);
+	q->bytes = 0;
+	rte_free(q->ring);
+	q->ring = NULL;
+}
