@@ -109,6 +109,39 @@ enum droce_sr_mode {
 	DROCE_SR_CM = 2,	/**< offered through rdma_cm's private data */
 };
 
+/** droce_dev_conf.cc: the congestion control of RC and UC QPs */
+enum droce_cc_mode {
+	DROCE_CC_DCQCN = 0,	/**< DCQCN's reaction point (doc/congestion.md) */
+	DROCE_CC_NONE = 1,	/**< CNPs counted (rp_cnp_ignored), not acted on */
+};
+
+/**
+ * DCQCN's reaction point, with mlx5's cc_params names and ConnectX's
+ * defaults (droce_dcqcn_params_default). Rates in Mbit/s, times in
+ * microseconds, alpha and g in 1/1024.
+ */
+struct droce_dcqcn_params {
+	uint32_t rp_rate_reduce_monitor_period;	/**< us between cuts: 4 */
+	uint32_t rp_initial_alpha_value;	/**< alpha at the first CNP: 1023 */
+	uint32_t rp_dce_tcp_g;	/**< alpha kept per period (of 1024): 1019 */
+	uint32_t rp_dce_tcp_rtt;	/**< alpha's period, us: 1 */
+	uint32_t rp_time_reset;	/**< us between increases by timer: 300 */
+	uint32_t rp_byte_reset;	/**< bytes between increases by count: 32767 */
+	uint32_t rp_threshold;	/**< stages before additive, hyper: 1 */
+	uint32_t rp_ai_rate;	/**< additive increase, Mbit/s: 5 */
+	uint32_t rp_hai_rate;	/**< hyper increase, Mbit/s: 50 */
+	uint32_t rp_gd;		/**< a cut is by alpha / 2^gd (of 1024): 11 */
+	uint32_t rp_min_dec_fac;	/**< a cut keeps at least this %: 50 */
+	uint32_t rp_min_rate;	/**< floor, Mbit/s: 1 */
+	uint32_t rp_rate_to_set_on_first_cnp;	/**< Mbit/s, 0: line rate */
+	uint8_t rp_clamp_tgt_rate;	/**< target = current at every cut: 0 */
+	/** target = current at a cut after an increase by timer: 1 */
+	uint8_t rp_clamp_tgt_rate_ati;
+};
+
+/** ConnectX's defaults. */
+void droce_dcqcn_params_default(struct droce_dcqcn_params *p);
+
 /** What the device needs from its port; the dataplane supplies it. */
 struct droce_dev_conf {
 	uint8_t mac[6];
@@ -148,6 +181,15 @@ struct droce_dev_conf {
 	 *  48, its np_cnp_dscp) */
 	uint32_t np_min_time_between_cnps_ns;
 	uint8_t np_cnp_dscp;
+	/** The reaction point (enum droce_cc_mode): a QP that receives a
+	 *  CNP paces what it sends at the rate DCQCN gives it, from
+	 *  line_rate_mbps (0: 100000) down; a QP that never saw one
+	 *  sends as before, at no cost */
+	uint8_t cc;
+	uint32_t line_rate_mbps;
+	/** DCQCN's parameters when dcqcn_set, else ConnectX's defaults */
+	uint8_t dcqcn_set;
+	struct droce_dcqcn_params dcqcn;
 };
 
 /** Creates a device. NULL and errno on failure. */
@@ -733,6 +775,16 @@ struct droce_tp_stats {
 	 *  acted on (rp_cnp_handled) and not (rp_cnp_ignored) */
 	uint64_t np_ecn_marked, np_cnp_sent, rp_cnp_handled, rp_cnp_ignored;
 };
+
+/** A QP's congestion control now (telemetry's per-QP rate). */
+struct droce_qp_cc {
+	uint8_t limited;	/**< paced: it received a CNP and has not
+				 *  climbed back to the line rate */
+	uint64_t rate_mbps;	/**< current rate (line rate when not limited) */
+	uint64_t target_mbps;
+	uint32_t alpha;		/**< of 1024 */
+};
+void droce_qp_cc(const struct droce_qp *qp, struct droce_qp_cc *cc);
 
 void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);
 /** Per-QP counters (same fields; the rx_drop_* that need no QP stay 0). */

@@ -12,9 +12,9 @@
  * experienced) makes this end send a CNP to the peer QP, at most one per
  * QP per np_min_time_between_cnps (ConnectX's 4 us), in the format of
  * IBTA's RoCEv2 annex (A17.9.3): BTH opcode 0x81 with BECN set, PSN 0,
- * 16 reserved bytes, on DSCP 48 and Not-ECT. A CNP that arrives is
- * counted; the reaction point (the rate it should cut) is not built yet:
- * counted as ignored, as mlx5's rp_cnp_ignored.
+ * 16 reserved bytes, on DSCP 48 and Not-ECT. A CNP that arrives goes to
+ * the reaction point (tp_dcqcn.c), which cuts the QP's rate; from then on
+ * the QP is paced at that rate until it climbs back to the line rate.
  */
 
 #include <string.h>
@@ -93,6 +93,36 @@ tp_cc_rx_cnp(struct droce_tp_queue *q, const struct droce_pkt *pkt)
 		q->st.rx_drop_noqp++;
 		return;
 	}
-	/* no reaction point yet: the rate is not cut */
-	qp->st.rp_cnp_ignored++;
+	if (qp->dev->conf.cc == DROCE_CC_NONE) {
+		qp->st.rp_cnp_ignored++;
+		return;
+	}
+	qp->st.rp_cnp_handled++;
+	if (!qp->cc.limited)	/* paced from now on */
+		qp->cc_next_tx = q->now;
+	tp_dcqcn_cnp(&qp->cc, &qp->dev->dcqcn, q->now);
+}
+
+/*
+ * Pacing: a limited QP's next frame may leave when the last one would
+ * have finished at its rate. A QP that waited (nothing to send) gets at
+ * most TP_CC_BURST bytes of credit back, so it cannot burst above its
+ * rate after a pause, yet a data path that looks only every few
+ * microseconds still reaches it.
+ */
+#define TP_CC_BURST	16384u
+
+void
+tp_cc_tx(struct droce_qp *qp, uint32_t len)
+{
+	uint64_t now = qp->queue->now, rate, floor;
+
+	tp_dcqcn_sent(&qp->cc, &qp->dev->dcqcn, len, now);
+	if (!qp->cc.limited)
+		return;
+	rate = qp->cc.rc;
+	floor = now - TP_CC_BURST * 8000000000ull / rate;
+	if (now > TP_CC_BURST * 8000000000ull / rate && qp->cc_next_tx < floor)
+		qp->cc_next_tx = floor;
+	qp->cc_next_tx += (uint64_t)len * 8000000000ull / rate;
 }

@@ -90,6 +90,12 @@ droce_dev_create(const struct droce_dev_conf *conf)
 		dev->conf.eth_mtu = 1500;
 	nq = conf->nb_queues ? conf->nb_queues : 1;
 	dev->conf.nb_queues = nq;
+	if (!conf->dcqcn_set)
+		droce_dcqcn_params_default(&dev->conf.dcqcn);
+	dev->conf.dcqcn_set = 1;
+	if (dev->conf.line_rate_mbps == 0)
+		dev->conf.line_rate_mbps = 100000;
+	tp_dcqcn_conf(&dev->dcqcn, &dev->conf.dcqcn, dev->conf.line_rate_mbps);
 	droce_dev_default_limits(&dev->lim);
 	if (conf->limits.max_qp)
 		dev->lim = conf->limits;
@@ -370,6 +376,17 @@ void
 droce_qp_stats(const struct droce_qp *qp, struct droce_tp_stats *st)
 {
 	*st = qp->st;
+}
+
+void
+droce_qp_cc(const struct droce_qp *qp, struct droce_qp_cc *cc)
+{
+	uint64_t line = qp->dev->dcqcn.line_bps;
+
+	cc->limited = qp->cc.limited;
+	cc->rate_mbps = (qp->cc.limited ? qp->cc.rc : line) / 1000000;
+	cc->target_mbps = (qp->cc.limited ? qp->cc.rt : line) / 1000000;
+	cc->alpha = qp->cc.limited ? qp->cc.alpha : 0;
 }
 
 void droce_qp_set_user(struct droce_qp *qp, void *user) { qp->user = user; }

@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "droce_transport.h"
+#include "tp_dcqcn.h"
 
 #define TP_MIN_QPN		0x11	/* as rxe: 0 SMI, 1 GSI, 2-16 reserved */
 #define TP_GSI_QPN		1
@@ -397,6 +398,10 @@ struct droce_qp {
 	/* congestion notification (tp_cc.c): a CNP to send, the last sent */
 	uint8_t cnp_pending;
 	uint64_t cnp_sent_at;
+	/* the reaction point (tp_dcqcn.c) and its pacing: the next frame
+	 * may leave at cc_next_tx while cc.limited */
+	struct tp_dcqcn cc;
+	uint64_t cc_next_tx;
 
 	/* responder */
 	struct tp_rq rq;
@@ -633,6 +638,7 @@ struct droce_tp_queue {
 
 struct droce_dev {
 	struct droce_dev_conf conf;
+	struct tp_dcqcn_conf dcqcn;	/* conf's, in the machine's units */
 	struct droce_dev_limits lim;
 	pthread_mutex_t lock;
 	struct tp_key *keys;	/* MR/MW by key index */
@@ -820,6 +826,15 @@ void tp_cc_rx_ce(struct droce_qp *qp);
 int tp_cc_send_cnp(struct droce_qp *qp);
 /* A CNP arrived on queue q. */
 void tp_cc_rx_cnp(struct droce_tp_queue *q, const struct droce_pkt *pkt);
+/* len bytes of qp's left: the byte counter, and when the next may go */
+void tp_cc_tx(struct droce_qp *qp, uint32_t len);
+
+/* qp is paced and its next frame is not due yet */
+static inline int
+tp_cc_wait(const struct droce_qp *qp)
+{
+	return qp->cc.limited && qp->queue->now < qp->cc_next_tx;
+}
 
 /* tp_sr.c: selective repeat */
 #define TP_SACK_MAGIC	0x44525341u	/* "DRSA" */

@@ -270,7 +270,8 @@ droce_tp_queue_busy(const struct droce_tp_queue *q)
 			return true;
 		if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
 				(qp->sq.cur != qp->sq.head || qp->sr_nneed ||
-				qp->rr_pending) && !qp->rnr_deadline)
+				qp->rr_pending) && !qp->rnr_deadline &&
+				!tp_cc_wait(qp))
 			return true;
 	}
 	return false;
@@ -295,6 +296,11 @@ droce_tp_next_deadline(const struct droce_tp_queue *q)
 			t = qp->reask_deadline;
 		if (qp->ack_pending && qp->ack_hold && qp->ack_hold < t)
 			t = qp->ack_hold;
+		/* paced, with something to send when due */
+		if (qp->cc.limited && qp->cc_next_tx < t &&
+				(qp->sq.cur != qp->sq.head || qp->sr_nneed ||
+				qp->rr_pending || qp->res_pending))
+			t = qp->cc_next_tx;
 	}
 	return t;
 }

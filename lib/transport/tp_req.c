@@ -399,7 +399,7 @@ tp_req_progress(struct droce_qp *qp)
 		return tp_raw_progress(qp);	/* no IB transport */
 	if (qp->state != IBV_QPS_RTS && qp->state != IBV_QPS_SQD)
 		return 0;
-	if (qp->rnr_deadline)
+	if (qp->rnr_deadline || tp_cc_wait(qp))
 		return 0;
 	/* what is asked again alone first: it holds the window */
 	if (qp->sr_nneed)
@@ -409,7 +409,8 @@ tp_req_progress(struct droce_qp *qp)
 		if (qp->state == IBV_QPS_ERR)
 			return sent;
 	}
-	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue)) {
+	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue) &&
+			!tp_cc_wait(qp)) {
 		struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.cur);
 
 		/* SQD: finish the message in progress, start no new one */

@@ -173,6 +173,8 @@ static int
 drain_res(struct droce_qp *qp, struct tp_res *r, int *sent)
 {
 	while (r->pending && tp_tx_room(qp->queue)) {
+		if (tp_cc_wait(qp))	/* paced: the rest when due */
+			return 0;
 		if (send_res(qp, r) == 0)
 			return 0;
 		(*sent)++;

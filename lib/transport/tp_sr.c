@@ -308,7 +308,7 @@ tp_sr_resend(struct droce_qp *qp)
 			if (droce_psn_diff(psn, qp->psn_hw) >= 0)
 				break;	/* not sent yet: nothing to resend */
 			if (w->state != TP_WQE_DONE) {
-				if (!tp_tx_room(qp->queue))
+				if (!tp_tx_room(qp->queue) || tp_cc_wait(qp))
 					return sent;
 				rc = resend_psn(qp, w, psn);
 				if (rc == 0)

@@ -65,6 +65,8 @@ tp_tx_done(struct droce_qp *qp, struct droce_txbuf *b, uint32_t len)
 	q->st.tx_bytes += len;
 	qp->st.tx_pkts++;
 	qp->st.tx_bytes += len;
+	if (__builtin_expect(qp->cc.limited, 0))
+		tp_cc_tx(qp, len);
 }
 
 int
@@ -91,6 +93,8 @@ tp_tx_spans_done(struct droce_qp *qp, struct droce_txbuf *b,
 	q->st.tx_zc_pkts++;
 	qp->st.tx_bytes += plen + b->tail_len;
 	qp->st.tx_zc_pkts++;
+	if (__builtin_expect(qp->cc.limited, 0))
+		tp_cc_tx(qp, plen + b->tail_len);
 	return 0;
 }
 

@@ -14,6 +14,9 @@ uint32_t fl_rto_min_us;
 uint8_t fl_sr;
 uint32_t fl_sr_window;
 uint8_t fl_no_ecn;
+uint8_t fl_cc;
+uint32_t fl_line_rate_mbps;
+const struct droce_dcqcn_params *fl_dcqcn;
 
 uint64_t
 fl_rand(struct fakelink *l)
@@ -400,6 +403,12 @@ fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu)
 		conf.selective_repeat = fl_sr;
 		conf.sr_window = fl_sr_window;
 		conf.no_ecn = fl_no_ecn;
+		conf.cc = fl_cc;
+		conf.line_rate_mbps = fl_line_rate_mbps;
+		if (fl_dcqcn != NULL) {
+			conf.dcqcn = *fl_dcqcn;
+			conf.dcqcn_set = 1;
+		}
 		e->dev = droce_dev_create(&conf);
 		if (e->dev == NULL)
 			return -errno;

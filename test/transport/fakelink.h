@@ -94,6 +94,11 @@ extern uint8_t fl_sr;
 extern uint32_t fl_sr_window;
 /* and frames that leave Not-ECT (droce_dev_conf.no_ecn) */
 extern uint8_t fl_no_ecn;
+/* and this congestion control (droce_dev_conf.cc), line rate and DCQCN
+ * parameters (NULL: ConnectX's) */
+extern uint8_t fl_cc;
+extern uint32_t fl_line_rate_mbps;
+extern const struct droce_dcqcn_params *fl_dcqcn;
 
 /* Two devices, one queue each, 10.0.0.1 and 10.0.0.2, MTU eth_mtu. */
 int fl_init(struct fakelink *l, uint64_t seed, uint32_t eth_mtu);

@@ -58,8 +58,10 @@ make(struct pair *p, uint8_t no_ecn, uint8_t tclass)
 	struct fl_qp_opts o;
 
 	fl_no_ecn = no_ecn;
+	fl_line_rate_mbps = 25000;
 	CHECK_EQ(fl_init(&L, 3, 1500), 0, "fakelink");
 	fl_no_ecn = 0;
+	fl_line_rate_mbps = 0;
 	fl_set_rate(&L, 25000000000ull, 5000);
 	L.delay_ns = 5000;
 	L.filter = watch;
@@ -130,11 +132,12 @@ test_ecn_off_and_ah(void)
 /*
  * Every request marked CE on the way: the responder sends CNPs to the
  * requester's QP, at most one per 4 us, each as IBTA has it; the
- * requester counts them (no reaction point yet); the data lands.
+ * requester's reaction point cuts its rate; the data lands.
  */
 static void
 test_cnp(void)
 {
+	struct droce_qp_cc cc;
 	struct droce_tp_stats st0, st1;
 	uint64_t span;
 	struct pair p;
@@ -151,7 +154,12 @@ test_cnp(void)
 	CHECK(W.cnps > 1, "%u CNPs sent", W.cnps);
 	CHECK_EQ(W.cnp_bad, 0, "CNPs as IBTA has them");
 	CHECK_EQ(st1.np_cnp_sent, W.cnps, "np_cnp_sent counts them");
-	CHECK_EQ(st0.rp_cnp_ignored, W.cnps, "each arrived at the requester");
+	CHECK_EQ(st0.rp_cnp_handled, W.cnps, "each arrived at the requester");
+	CHECK_EQ(st0.rp_cnp_ignored, 0, "and was acted on");
+	droce_qp_cc(p.qp[0], &cc);
+	CHECK(cc.limited && cc.rate_mbps < 25000,
+		"the requester's rate cut: %" PRIu64 " Mbit/s of 25000",
+		cc.rate_mbps);
 	for (i = 1; i < W.cnps && i < 64; i++)
 		close += W.cnp_at[i] - W.cnp_at[i - 1] < 4000;
 	CHECK_EQ(close, 0, "never two within 4 us");
@@ -165,11 +173,35 @@ test_cnp(void)
 	fl_fini(&L);
 }
 
+/* With the reaction point off, CNPs are counted and the rate stays. */
+static void
+test_cnp_ignored(void)
+{
+	struct droce_tp_stats st0;
+	struct droce_qp_cc cc;
+	struct pair p;
+
+	fl_cc = DROCE_CC_NONE;
+	make(&p, 0, 0);
+	fl_cc = DROCE_CC_DCQCN;
+	L.faults[0].ce_ppm = 1000000;
+	write64k(&p, 6);
+	droce_qp_stats(p.qp[0], &st0);
+	CHECK(W.cnps > 1 && st0.rp_cnp_ignored == W.cnps &&
+		st0.rp_cnp_handled == 0, "cc none: %u CNPs, %" PRIu64
+		" ignored", W.cnps, st0.rp_cnp_ignored);
+	droce_qp_cc(p.qp[0], &cc);
+	CHECK(!cc.limited && cc.rate_mbps == 25000, "rate not cut");
+	pair_destroy(&p);
+	fl_fini(&L);
+}
+
 int
 main(void)
 {
 	test_ect0();
 	test_ecn_off_and_ah();
 	test_cnp();
+	test_cnp_ignored();
 	return check_report("test_tp_cc");
 }

@@ -492,6 +492,14 @@ main(int argc, char **argv)
 			st[s].read_replays, st[s].atomic_replays);
 	CHECK(L.cnt[0].dropped + L.cnt[1].dropped > 0 || ops < 100,
 		"the link really dropped frames");
+	if (L.faults[0].ce_ppm) {
+		printf("congestion: CNPs sent %" PRIu64 " + %" PRIu64
+			", acted on %" PRIu64 " + %" PRIu64 "\n",
+			st[0].np_cnp_sent, st[1].np_cnp_sent,
+			st[0].rp_cnp_handled, st[1].rp_cnp_handled);
+		CHECK(st[0].rp_cnp_handled > 0 && st[1].rp_cnp_handled > 0,
+			"both ends' rates were cut");
+	}
 	if (L.zc_min) {
 		printf("zero-copy frames: %" PRIu64 " + %" PRIu64 "\n",
 			st[0].tx_zc_pkts, st[1].tx_zc_pkts);
