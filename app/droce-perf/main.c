@@ -41,6 +41,8 @@ static struct {
 	uint32_t mtu;
 	uint32_t zc_min;		/* --zero-copy; 0: the port's default */
 	uint32_t sr, sr_window;		/* --sr, --sr-window */
+	int cc_none;			/* --cc none */
+	uint32_t line_rate;		/* --line-rate */
 	int ops[OP_NB], nops;
 	uint32_t sizes[32], nsizes;
 	uint32_t iters, nqp, queues, cores, depth, post_list, cq_mod, repeat;
@@ -287,6 +289,10 @@ usage(FILE *f)
 "                      unless given; --no-zero-copy: never\n"
 "  --sr                selective repeat on every RC QP (both sides must\n"
 "                      say so); --sr-window N: its window in PSNs\n"
+"  --cc dcqcn|none     congestion control: a QP that receives a CNP is\n"
+"                      paced at DCQCN's rate (dcqcn), or not (none)\n"
+"  --line-rate MBPS    the rate DCQCN starts from (the link's, else\n"
+"                      100000)\n"
 "  -h, --help          this text\n"
 "See droce-perf(1) and doc/perf.md.\n");
 }
@@ -321,6 +327,37 @@ loss_report(const struct perf_cmd *srv)
 		st.tx_pkts, srv->srv_tx, st.retransmits, st.timeouts,
 		st.nak_seq_rx, st.out_of_seq_rx, srv->srv_read_replays,
 		st.dup_rx + srv->srv_dup_rx, st.resent_pkts, st.sack_rx);
+}
+
+/*
+ * Congestion: frames that came CE-marked, CNPs sent and acted on, and
+ * the slowest QP's rate now (test/bench-incast.sh reads it). Nothing
+ * when no frame met congestion.
+ */
+static void
+cc_report(const char *side)
+{
+	struct droce_tp_stats st;
+	struct droce_qp_cc cc;
+	uint64_t slowest = UINT64_MAX;
+	uint32_t i, limited = 0;
+
+	droce_port_lock(port, 0);
+	droce_tp_queue_stats(droce_dev_queue(droce_port_dev(port), 0), &st);
+	for (i = 0; i < opt.nqp; i++) {
+		droce_qp_cc(qp[i], &cc);
+		limited += cc.limited;
+		if (cc.rate_mbps < slowest)
+			slowest = cc.rate_mbps;
+	}
+	droce_port_unlock(port, 0);
+	if (st.np_ecn_marked + st.rp_cnp_handled + st.rp_cnp_ignored == 0)
+		return;
+	fprintf(stderr, "droce-perf %s: congestion: ecn-marked %" PRIu64
+		" cnp-sent %" PRIu64 " cnp-handled %" PRIu64 " cnp-ignored %"
+		PRIu64 " qps-limited %u slowest %" PRIu64 " Mbit/s\n", side,
+		st.np_ecn_marked, st.np_cnp_sent, st.rp_cnp_handled,
+		st.rp_cnp_ignored, limited, slowest);
 }
 
 static int
@@ -366,6 +403,8 @@ parse_args(int argc, char **argv)
 		{ "no-zero-copy", no_argument, NULL, 'Z' },
 		{ "sr", no_argument, NULL, 'B' },
 		{ "sr-window", required_argument, NULL, 'W' },
+		{ "cc", required_argument, NULL, 'U' },
+		{ "line-rate", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -443,6 +482,23 @@ parse_args(int argc, char **argv)
 		case 'Z': opt.zc_min = DROCE_ZC_OFF; break;
 		case 'B': opt.sr = 1; break;
 		case 'W': opt.sr_window = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'U':
+			if (strcmp(optarg, "none") != 0 &&
+					strcmp(optarg, "dcqcn") != 0) {
+				fprintf(stderr, "droce-perf: --cc %s: want dcqcn "
+					"or none\n", optarg);
+				return -1;
+			}
+			opt.cc_none = strcmp(optarg, "none") == 0;
+			break;
+		case 'G':
+			opt.line_rate = (uint32_t)strtoul(optarg, NULL, 0);
+			if (opt.line_rate == 0) {
+				fprintf(stderr, "droce-perf: --line-rate %s: "
+					"want Mbit/s\n", optarg);
+				return -1;
+			}
+			break;
 		case 'h':
 			usage(stdout);
 			exit(0);
@@ -523,6 +579,8 @@ setup(void)
 	pc.tx_zc_min = opt.zc_min;
 	pc.selective_repeat = (uint8_t)opt.sr;
 	pc.sr_window = opt.sr_window;
+	pc.cc = opt.cc_none ? DROCE_CC_NONE : DROCE_CC_DCQCN;
+	pc.line_rate_mbps = opt.line_rate;
 	pc.mode = DROCE_PROGRESS_INLINE;
 	inet_pton(AF_INET, opt.ip, &a);
 	pc.ipv4 = ntohl(a.s_addr);
@@ -1751,6 +1809,7 @@ server_loop(void)
 				st.nak_seq_tx, st.rnr_nak_tx, st.nak_inv_tx,
 				st.dup_rx, droce_qp_state(qp[0]));
 			burst_report("server");
+			cc_report("server");
 			c.value = zc_frames();
 			c.handoffs = handoffs();
 			c.srv_tx = st.tx_pkts;
@@ -1879,6 +1938,7 @@ main(int argc, char **argv)
 				uint64_t mine = handoffs();
 
 				burst_report("client");
+				cc_report("client");
 				if (faults_on())
 					loss_report(&c);
 				if (zc_check(c.value) != 0)

@@ -167,11 +167,20 @@ droce_conf_nb_ports(char *err, size_t len)
 	return (int)n;
 }
 
+#define RP_FIELD(name, field, lo, hi, form, help) \
+	{ "DROCE_RP_" #name, offsetof(struct droce_dcqcn_params, field) },
+static const struct {
+	const char *key;
+	size_t off;
+} rp_keys[] = { DP_RP_KEYS(RP_FIELD) };
+#undef RP_FIELD
+
 void
 droce_conf_load_port(struct droce_conf *c, unsigned int port)
 {
 	const char *v;
 	struct in_addr a;
+	size_t i;
 
 	memset(c, 0, sizeof(*c));
 	snprintf(c->name, sizeof(c->name), "droce%u", port);
@@ -219,6 +228,20 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 		c->np_gap_ns = 1;
 	v = droce_conf_get("DROCE_NP_CNP_DSCP");
 	c->np_cnp_dscp = v && v[0] ? (uint8_t)strtoul(v, NULL, 10) : 0;
+	v = droce_conf_get("DROCE_CC");
+	c->cc = v != NULL && strcmp(v, "none") == 0 ? DROCE_CC_NONE :
+		DROCE_CC_DCQCN;
+	v = droce_conf_get("DROCE_CC_LINE_RATE");
+	c->line_rate_mbps = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
+	droce_dcqcn_params_default(&c->dcqcn);
+	for (i = 0; i < RTE_DIM(rp_keys); i++) {
+		v = droce_conf_get(rp_keys[i].key);
+		if (v == NULL || v[0] == '\0')
+			continue;
+		*(uint32_t *)((char *)&c->dcqcn + rp_keys[i].off) =
+			(uint32_t)strtoul(v, NULL, 10);
+		c->dcqcn_set = 1;
+	}
 	v = droce_conf_get("DROCE_RXE_FLUSH_ICRC");
 	c->rxe_flush_icrc = v != NULL && strcmp(v, "1") == 0;
 	v = droce_conf_get("DROCE_RTO_MIN_US");
@@ -288,6 +311,10 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 	pc->no_ecn = (uint8_t)c->no_ecn;
 	pc->np_min_time_between_cnps_ns = c->np_gap_ns;
 	pc->np_cnp_dscp = c->np_cnp_dscp;
+	pc->cc = c->cc;
+	pc->line_rate_mbps = c->line_rate_mbps;
+	pc->dcqcn_set = c->dcqcn_set;
+	pc->dcqcn = c->dcqcn;
 	pc->rxe_flush_icrc = (uint8_t)c->rxe_flush_icrc;
 	pc->rto_min_us = c->rto_min_us;
 	pc->selective_repeat = (uint8_t)c->selective_repeat;

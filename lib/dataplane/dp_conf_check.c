@@ -126,6 +126,18 @@ static const struct ck_key ck_keys[] = {
 		"selective repeat's window: PSNs in flight and requests a "
 		"responder holds out of order, rounded up to a power of 2 "
 		"(1024)" },
+	{ "DROCE_CC", CK_WORDS, 0, 0, "dcqcn|none", 0, PORT, "dcqcn|none",
+		"congestion control: dcqcn, a QP that receives a CNP is "
+		"paced at the rate DCQCN gives it; none: CNPs are counted, "
+		"not acted on (dcqcn)" },
+	{ "DROCE_CC_LINE_RATE", CK_NUM, 1, 10000000, NULL, 10, PORT, "MBPS",
+		"the rate DCQCN starts from and climbs back to, Mbit/s (the "
+		"link speed the PMD reports, else 100000)" },
+#define RP_CHECK(name, field, lo, hi, form, help) \
+	{ "DROCE_RP_" #name, CK_NUM, lo, hi, NULL, 10, PORT, form, \
+		"DCQCN: " help },
+	DP_RP_KEYS(RP_CHECK)
+#undef RP_CHECK
 	{ "DROCE_NO_HUGE", CK_FLAG, 0, 0, NULL, 0, PORT, "0|1",
 		"no hugepages: EAL --no-huge -m 512 (0)" },
 	/* the verbs drop-in */

@@ -267,4 +267,45 @@ dp_since(uint64_t now, uint64_t then)
 	return (int64_t)(now - then) > 0 ? now - then : 0;
 }
 
+/*
+ * DCQCN's parameters as configuration keys: DROCE_RP_<NAME> for mlx5's
+ * cc_params rp_<name> (doc/congestion.md). X(NAME, field, min, max, form,
+ * help) for dp_conf.c (which field) and dp_conf_check.c (which values).
+ */
+#define DP_RP_KEYS(X) \
+	X(RATE_REDUCE_MONITOR_PERIOD, rp_rate_reduce_monitor_period, 0, \
+		1000000, "US", "at most one rate cut per QP in this many " \
+		"microseconds (4)") \
+	X(INITIAL_ALPHA_VALUE, rp_initial_alpha_value, 0, 1024, "N", \
+		"alpha at a QP's first CNP, of 1024 (1023)") \
+	X(DCE_TCP_G, rp_dce_tcp_g, 0, 1024, "N", \
+		"alpha kept per period, of 1024 (1019)") \
+	X(DCE_TCP_RTT, rp_dce_tcp_rtt, 1, 1000000, "US", \
+		"alpha's period in microseconds (1)") \
+	X(TIME_RESET, rp_time_reset, 0, 100000000, "US", \
+		"microseconds between rate increases by timer; 0: none (300)") \
+	X(BYTE_RESET, rp_byte_reset, 0, 1u << 31, "BYTES", \
+		"bytes sent between rate increases; 0: none (32767)") \
+	X(THRESHOLD, rp_threshold, 0, 31, "N", \
+		"increase stages of fast recovery before additive, and " \
+		"before hyper increase (1)") \
+	X(AI_RATE, rp_ai_rate, 0, 1000000, "MBPS", \
+		"additive increase, Mbit/s (5)") \
+	X(HAI_RATE, rp_hai_rate, 0, 1000000, "MBPS", \
+		"hyper increase, Mbit/s (50)") \
+	X(GD, rp_gd, 0, 30, "N", \
+		"a cut takes alpha / 2^GD of the rate, alpha of 1024 (11)") \
+	X(MIN_DEC_FAC, rp_min_dec_fac, 1, 100, "PERCENT", \
+		"a cut keeps at least this share of the rate (50)") \
+	X(MIN_RATE, rp_min_rate, 1, 1000000, "MBPS", \
+		"the lowest rate, Mbit/s (1)") \
+	X(RATE_TO_SET_ON_FIRST_CNP, rp_rate_to_set_on_first_cnp, 0, \
+		1000000, "MBPS", "the rate a QP's first CNP cuts from; 0: " \
+		"the line rate (0)") \
+	X(CLAMP_TGT_RATE, rp_clamp_tgt_rate, 0, 1, "0|1", \
+		"the target rate follows every cut (0)") \
+	X(CLAMP_TGT_RATE_ATI, rp_clamp_tgt_rate_ati, 0, 1, "0|1", \
+		"the target rate follows a cut after an increase by " \
+		"timer (1)")
+
 #endif

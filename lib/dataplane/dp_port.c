@@ -304,6 +304,20 @@ port_addresses(struct droce_port *p)
 
 /* The transport device: the port's MAC and MTU, GIDs as rxe lays them
  * out (0: link-local, 1: IPv4-mapped, 2: a configured IPv6 address). */
+/* The link's speed for DCQCN's line rate; 100 Gbit/s where the PMD
+ * reports none (virtual devices, a link still down). */
+static uint32_t
+link_mbps(const struct droce_port *p)
+{
+	struct rte_eth_link link;
+
+	if (rte_eth_link_get_nowait(p->port_id, &link) != 0 ||
+			link.link_speed == RTE_ETH_SPEED_NUM_NONE ||
+			link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+		return 100000;
+	return link.link_speed;
+}
+
 static int
 dev_create(struct droce_port *p)
 {
@@ -330,6 +344,11 @@ dev_create(struct droce_port *p)
 	dc.no_ecn = p->conf.no_ecn;
 	dc.np_min_time_between_cnps_ns = p->conf.np_min_time_between_cnps_ns;
 	dc.np_cnp_dscp = p->conf.np_cnp_dscp;
+	dc.cc = p->conf.cc;
+	dc.line_rate_mbps = p->conf.line_rate_mbps ? p->conf.line_rate_mbps :
+		link_mbps(p);
+	dc.dcqcn_set = p->conf.dcqcn_set;
+	dc.dcqcn = p->conf.dcqcn;
 	dc.selective_repeat = p->conf.selective_repeat;
 	dc.sr_window = p->conf.sr_window;
 	p->dev = droce_dev_create(&dc);

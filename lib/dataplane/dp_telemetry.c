@@ -231,6 +231,7 @@ tel_qp_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 {
 	struct droce_port *p = port_arg(params, NULL);
 	struct droce_tp_stats st;
+	struct droce_qp_cc cc;
 	const char *dot;
 	uint32_t qpn, q;
 	int rc;
@@ -246,6 +247,8 @@ tel_qp_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	/* the queue's lock: the QP cannot be destroyed meanwhile */
 	rte_spinlock_lock(&p->q[q].lock);
 	rc = droce_dev_qp_stats(p->dev, qpn, &st);
+	if (rc == 0)
+		rc = droce_dev_qp_cc(p->dev, qpn, &cc);
 	rte_spinlock_unlock(&p->q[q].lock);
 	if (rc)
 		return -EINVAL;
@@ -253,6 +256,11 @@ tel_qp_stats(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "qpn", qpn);
 	rte_tel_data_add_dict_u64(d, "queue", q);
 	add_tp_stats(d, &st);
+	/* DCQCN: paced or not, the rate now and its target, alpha */
+	rte_tel_data_add_dict_u64(d, "cc_limited", cc.limited);
+	rte_tel_data_add_dict_u64(d, "cc_rate_mbps", cc.rate_mbps);
+	rte_tel_data_add_dict_u64(d, "cc_target_mbps", cc.target_mbps);
+	rte_tel_data_add_dict_u64(d, "cc_alpha", cc.alpha);
 	return 0;
 }
 

@@ -128,6 +128,15 @@ struct droce_port_conf {
 	uint8_t no_ecn;
 	uint32_t np_min_time_between_cnps_ns;
 	uint8_t np_cnp_dscp;
+	/** Congestion control (droce_dev_conf.cc: DCQCN unless
+	 *  DROCE_CC_NONE); the line rate DCQCN starts from in Mbit/s (0:
+	 *  the link speed the PMD reports, else 100000); DCQCN's parameters
+	 *  when dcqcn_set (droce_dcqcn_params_default first), else
+	 *  ConnectX's defaults. */
+	uint8_t cc;
+	uint32_t line_rate_mbps;
+	uint8_t dcqcn_set;
+	struct droce_dcqcn_params dcqcn;
 };
 
 #define DROCE_OFFLOAD_AUTO	0

@@ -134,9 +134,9 @@ struct droce_dcqcn_params {
 	uint32_t rp_min_dec_fac;	/**< a cut keeps at least this %: 50 */
 	uint32_t rp_min_rate;	/**< floor, Mbit/s: 1 */
 	uint32_t rp_rate_to_set_on_first_cnp;	/**< Mbit/s, 0: line rate */
-	uint8_t rp_clamp_tgt_rate;	/**< target = current at every cut: 0 */
+	uint32_t rp_clamp_tgt_rate;	/**< target = current at every cut: 0 */
 	/** target = current at a cut after an increase by timer: 1 */
-	uint8_t rp_clamp_tgt_rate_ati;
+	uint32_t rp_clamp_tgt_rate_ati;
 };
 
 /** ConnectX's defaults. */
@@ -785,6 +785,9 @@ struct droce_qp_cc {
 	uint32_t alpha;		/**< of 1024 */
 };
 void droce_qp_cc(const struct droce_qp *qp, struct droce_qp_cc *cc);
+/** The same by QPN (the owner lock held, as droce_dev_qp_stats). */
+int droce_dev_qp_cc(const struct droce_dev *dev, uint32_t qpn,
+		struct droce_qp_cc *cc);
 
 void droce_tp_queue_stats(const struct droce_tp_queue *q, struct droce_tp_stats *st);
 /** Per-QP counters (same fields; the rx_drop_* that need no QP stay 0). */

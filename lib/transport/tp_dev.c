@@ -420,6 +420,18 @@ droce_dev_qp_stats(const struct droce_dev *dev, uint32_t qpn,
 	return 0;
 }
 
+int
+droce_dev_qp_cc(const struct droce_dev *dev, uint32_t qpn,
+		struct droce_qp_cc *cc)
+{
+	const struct droce_qp *qp = tp_qp_by_qpn(dev, qpn);
+
+	if (qp == NULL)
+		return -ENOENT;
+	droce_qp_cc(qp, cc);
+	return 0;
+}
+
 uint32_t
 droce_dev_qpns(struct droce_dev *dev, uint32_t *qpns, uint32_t max)
 {

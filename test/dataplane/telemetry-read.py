@@ -48,6 +48,10 @@ def main():
               (st["qpn"], st["queue"], st["rx_pkts"], st["tx_pkts"]))
         qp_rx += st["rx_pkts"]
         qp_tx += st["tx_pkts"]
+        # DCQCN's state: no CNP on a clean link, so the line rate
+        if st.get("cc_limited") != 0 or not st.get("cc_rate_mbps"):
+            qp_rx = -1 << 40
+            print("telemetry: QP 0x%x cc state FAILED: %s" % (n, st))
     after = query(path, "/droce/port/stats,0")["/droce/port/stats"]
     unused = max(qpns, default=0) + 1000
     none = query(path, "/droce/qp/stats,0.%d" % unused)["/droce/qp/stats"]
