@@ -80,9 +80,13 @@ sw_queue_enqueue(struct sw_queue *q, struct rte_mbuf *m)
 		case SW_CE:
 			q->ce_seen++;
 			break;
+		case SW_NOT_IP:
+			/* ARP and raw probes: no ECN field, and no RED
+			 * profile applies; they meet only the tail drop */
+			break;
 		default:
-			/* a frame that cannot take a mark: drop it where a
-			 * marking switch would (RFC 3168 section 5) */
+			/* a Not-ECT IP frame cannot take a mark: drop it
+			 * where a marking switch would (RFC 3168 section 5) */
 			q->red_drops++;
 			if (f != NULL)
 				f->dropped++;
