@@ -89,8 +89,8 @@ parse_num(const char *name, const char *arg, double min, double max,
 	v = strtod(arg, &end);
 	if (errno || end == arg || *end != '\0' || !isfinite(v) || v < min ||
 			v > max) {
-		fprintf(stderr, "droce-switch: --%s %s: want a number from %g"
-			" to %g\n", name, arg, min, max);
+		fprintf(stderr, "droce-switch: --%s %s: want a number from %.10g"
+			" to %.10g\n", name, arg, min, max);
 		return -1;
 	}
 	*out = v;
@@ -208,6 +208,25 @@ sw_options_parse(int argc, char **argv, int nb_ports)
 		sw_opt.shared[i] = -1;
 	}
 	sw_opt.interval_us = 1000;
+	/* getopt_long takes "--rate" for --rate-mbps: a name must be whole,
+	 * or a typo of another option would pass for this one */
+	for (i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+		const struct option *o;
+		size_t len;
+
+		if (strncmp(argv[i], "--", 2) != 0)
+			continue;
+		len = strcspn(argv[i] + 2, "=");
+		for (o = lo; o->name != NULL; o++)
+			if (strlen(o->name) == len &&
+					strncmp(o->name, argv[i] + 2, len) == 0)
+				break;
+		if (o->name == NULL) {
+			fprintf(stderr, "droce-switch: unknown option %s\n",
+				argv[i]);
+			return -1;
+		}
+	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		const char *name = c >= O_RATE && c <= O_BUSY ?
