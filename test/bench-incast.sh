@@ -11,24 +11,26 @@
 # fairness in the second half, and drops and marks in each half.
 #
 # Scaled for 2 CPUs (doc/switch.md, "Scaling"): the link 25 Gbit/s ->
-# 200 Mbit/s (rates / 125), the round trip 10 us -> ~1 ms (times x 100:
+# 100 Mbit/s (rates / 250), the round trip 10 us -> ~1 ms (times x 100:
 # nine busy processes share two CPUs, so a frame waits for its receiver
-# to be scheduled), queue thresholds in bytes x 0.8 (rate x time).
-# BENCH_N (4), BENCH_RATE (200), BENCH_ITERS (400 per sender),
+# to be scheduled), queue thresholds in bytes x 0.4 (rate x time).
+# BENCH_N (4), BENCH_RATE (100), BENCH_ITERS (200 per sender),
 # BENCH_KMIN_KB / BENCH_KMAX_KB / BENCH_PMAX (10 / 50 / 0.2),
-# BENCH_BUFFER_KB (512), BENCH_RP="KEY=VALUE ..." (DROCE_RP_* for the
-# hosts, the scaled defaults below), BENCH_CCS ("dcqcn none").
+# BENCH_BUFFER_KB (200: below the senders' windows together, so that
+# without congestion control the queue overflows), BENCH_RP="KEY=VALUE
+# ..." (DROCE_RP_* for the hosts, the scaled defaults below),
+# BENCH_CCS ("dcqcn none").
 set -uo pipefail
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
 outdir=${2:-$top/$build/bench-incast}
 mkdir -p "$outdir"
 n=${BENCH_N:-4}
-rate=${BENCH_RATE:-200}
-iters=${BENCH_ITERS:-400}
+rate=${BENCH_RATE:-100}
+iters=${BENCH_ITERS:-200}
 kmin=${BENCH_KMIN_KB:-10} kmax=${BENCH_KMAX_KB:-50} pmax=${BENCH_PMAX:-0.2}
-buffer=${BENCH_BUFFER_KB:-512}
-# DCQCN's times x 100 and rates / 125 where the key's unit allows
+buffer=${BENCH_BUFFER_KB:-200}
+# DCQCN's times x 100 and rates / 250 where the key's unit allows
 # (Mbit/s are whole: AI and HAI at their smallest steps)
 rp=${BENCH_RP:-"DROCE_RP_TIME_RESET=30000 DROCE_RP_RATE_REDUCE_MONITOR_PERIOD=400
 DROCE_RP_DCE_TCP_RTT=100 DROCE_NP_MIN_TIME_BETWEEN_CNPS=400

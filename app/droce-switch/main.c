@@ -114,6 +114,8 @@ ingress(struct sw_port *in, struct rte_mbuf *m)
 	sw_fdb_learn(&e->src_addr, in->id);
 	flow = sw_flow_index(m);
 	m->hash.usr = (uint32_t)(flow + 1);
+	if (flow >= 0)
+		sw_flow_get(flow)->rx_bytes += rte_pktmbuf_pkt_len(m);
 	dst = sw_fdb_lookup(&e->dst_addr);
 	if (dst >= 0) {
 		/* a frame for the port it came from goes nowhere */

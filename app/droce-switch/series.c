@@ -10,8 +10,8 @@
  *
  * with what = qdepth (id: the queue's first port, bytes queued now),
  * port_tx (id: port, bytes sent so far), marked / dropped (id: queue's
- * first port, counts so far) and flow_tx (id: the flow, bytes sent so
- * far). Cumulative counts, so a reader gets rates from differences and a
+ * first port, counts so far), flow_rx and flow_tx (id: the flow, bytes
+ * that arrived, dropped or not, and bytes sent, so far). Cumulative counts, so a reader gets rates from differences and a
  * late sample loses nothing.
  */
 
@@ -85,8 +85,10 @@ sw_series_sample(uint64_t t_us, struct sw_port *ports, int nb_ports)
 			i, ports[i].tx_bytes);
 	}
 	for (i = 0; i < nb_flows; i++)
-		fprintf(series, "%" PRIu64 ",flow_tx,%s,%" PRIu64 "\n", t_us,
-			flows[i].name, flows[i].tx_bytes);
+		fprintf(series, "%" PRIu64 ",flow_rx,%s,%" PRIu64 "\n"
+			"%" PRIu64 ",flow_tx,%s,%" PRIu64 "\n", t_us,
+			flows[i].name, flows[i].rx_bytes, t_us, flows[i].name,
+			flows[i].tx_bytes);
 }
 
 void
@@ -103,7 +105,8 @@ sw_flows_print(FILE *f)
 	int i;
 
 	for (i = 0; i < nb_flows; i++)
-		fprintf(f, "flow %s: tx_bytes %" PRIu64 " marked %" PRIu64
-			" dropped %" PRIu64 "\n", flows[i].name,
-			flows[i].tx_bytes, flows[i].marked, flows[i].dropped);
+		fprintf(f, "flow %s: rx_bytes %" PRIu64 " tx_bytes %" PRIu64
+			" marked %" PRIu64 " dropped %" PRIu64 "\n",
+			flows[i].name, flows[i].rx_bytes, flows[i].tx_bytes,
+			flows[i].marked, flows[i].dropped);
 }

@@ -69,6 +69,7 @@ struct sw_flow {
 	uint8_t key[40];
 	uint32_t key_len;
 	char name[96];
+	uint64_t rx_bytes;	/* offered: arrived, dropped or not */
 	uint64_t tx_bytes;	/* out of its egress queue */
 	uint64_t marked;
 	uint64_t dropped;

@@ -4,9 +4,11 @@
 rate and the bottleneck's queue depth over time, from droce-switch
 --series files (doc/switch.md), one column of plots per file. Prints
 for each file the flows' mean rates and Jain's fairness index over the
-second half of the run, and the drops and marks in each half.
+second half of the run (first to last byte of the flows), and the
+drops and marks in each half.
 
-Flows drawn: those through the bottleneck queue's ports, i.e. whose
+Solid: the rate a flow got through the switch; dotted: what it offered
+(arrived, dropped or not). Flows drawn: those through the bottleneck queue's ports, i.e. whose
 bytes the queue's port_tx lines count; a flow is named by droce-switch
 as SRC>DST:UDP-SOURCE-PORT."""
 import csv
@@ -23,8 +25,11 @@ WINDOW_US = 20000  # rates over 20 ms windows: a sample every 1 ms is noise
 
 def load(path):
     series = defaultdict(list)  # (what, id) -> [(t_us, value)]
+    # a switch stopped mid-line (killed) leaves a short last line
     with open(path) as f:
         for r in csv.DictReader(f):
+            if r["value"] is None:
+                continue
             series[(r["what"], r["id"])].append(
                 (int(r["time_us"]), int(r["value"])))
     return series
@@ -65,22 +70,33 @@ def main():
     for col, arg in enumerate(runs):
         path, _, label = arg.partition("=")
         s = load(path)
-        # the data flows: the busiest ones towards the bottleneck
-        flows = [k[1] for k in s if k[0] == "flow_tx"]
+        # the data flows: IP flows (SRC>DST), the busiest ones (the
+        # ACKs' way back and droce-perf's raw probes are not drawn)
+        flows = [k[1] for k in s if k[0] == "flow_tx" and ">" in k[1]]
         total = {f: s[("flow_tx", f)][-1][1] for f in flows}
         big = max(total.values()) if total else 0
         flows = sorted(f for f in flows if total[f] > big / 20)
         ax = axes[0][col]
-        t_end = max(t for t, _ in s[("qdepth", qid)])
-        half = t_end / 2
+        # the run: from the first to the last byte of these flows (the
+        # hosts start one by one, EAL and all, on a busy machine)
+        moved = [t for f in flows for (t, b), (_, b0) in
+                 zip(s[("flow_tx", f)][1:], s[("flow_tx", f)]) if b != b0]
+        t_first, t_last = (min(moved), max(moved)) if moved else (0, 1)
+        half = (t_first + t_last) / 2
         means = []
         for f in flows:
             pts = rates(s[("flow_tx", f)])
             if not pts:
                 continue
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], label=f,
-                    linewidth=1)
-            tail = [p[1] for p in pts if p[0] * 1e6 >= half]
+            line, = ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                            label=f, linewidth=1)
+            # what the sender offered, dropped frames too (dotted)
+            off = rates(s.get(("flow_rx", f), []))
+            if off:
+                ax.plot([p[0] for p in off], [p[1] for p in off],
+                        linestyle=":", linewidth=0.8,
+                        color=line.get_color())
+            tail = [p[1] for p in pts if half <= p[0] * 1e6 <= t_last]
             means.append(sum(tail) / len(tail) if tail else 0.0)
         ax.set_ylabel("flow rate, Mbit/s (%d ms windows)" %
                       (WINDOW_US // 1000))
@@ -104,7 +120,7 @@ def main():
         d2, m2 = drops[-1][1] - d1, marks[-1][1] - m1
         jain = (sum(means) ** 2 / (len(means) * sum(x * x for x in means))
                 if means and any(means) else 0.0)
-        qs = sorted(v for t, v in q if t >= half)
+        qs = sorted(v for t, v in q if half <= t <= t_last)
         print("%s: %d flows, second half: mean rates %s Mbit/s (sum %.1f), "
               "Jain %.3f, median queue %.1f KB; drops %d then %d, "
               "marks %d then %d (first half, second half)" % (
