@@ -248,6 +248,12 @@ main(int argc, char **argv)
 	uint64_t mbufs = 0;
 	int n, i, rc = 1;
 
+	/* its own help, not EAL's (which rte_eal_init would print) */
+	for (i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			sw_usage(stdout);
+			return 0;
+		}
 	n = rte_eal_init(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "droce-switch: EAL: %s\n",
