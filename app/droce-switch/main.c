@@ -211,11 +211,12 @@ report(void)
 		memset(&es, 0, sizeof(es));
 		rte_eth_stats_get(p->id, &es);
 		printf("port %d: rx_frames %" PRIu64 " rx_bytes %" PRIu64
-			" tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_fail %"
-			PRIu64 " flooded %" PRIu64 " rx_nombuf %" PRIu64
-			" imissed %" PRIu64 "\n", i, p->rx_frames, p->rx_bytes,
-			p->tx_frames, p->tx_bytes, p->tx_fail, p->flood,
-			es.rx_nombuf, es.imissed);
+			" tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_held %"
+			PRIu64 " tx_fail %" PRIu64 " flooded %" PRIu64
+			" rx_nombuf %" PRIu64 " imissed %" PRIu64 "\n", i,
+			p->rx_frames, p->rx_bytes, p->tx_frames, p->tx_bytes,
+			p->tx_held, p->tx_fail, p->flood, es.rx_nombuf,
+			es.imissed);
 	}
 	for (i = 0; i < nb_ports; i++) {
 		struct sw_queue *q = &queues[i];

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
@@ -102,26 +103,44 @@ sw_queue_enqueue(struct sw_queue *q, struct rte_mbuf *m)
 	q->enq_bytes += len;
 }
 
-static void
-tx_port(struct sw_port *p, struct rte_mbuf **b, uint16_t n)
+/*
+ * Hand frames to a port; returns how many left the queue (sent, or
+ * dropped because the port has no peer), *sent how many the PMD took.
+ * A connected host whose receive ring is full is a host that has not
+ * been scheduled yet (nine processes on two CPUs): its frames stay at
+ * the head of the queue, where the queue's own policy (marks, tail drop)
+ * sees them, rather than being lost outside it. A port with no peer
+ * would block the queue for good: its frames are dropped.
+ */
+static uint16_t
+tx_port(struct sw_port *p, struct rte_mbuf **b, uint16_t n, uint16_t *sent)
 {
-	uint16_t i, sent = 0;
+	struct rte_eth_link link;
+	uint16_t i;
 
-	/* a port whose peer's ring is full gets a few tries, then the
-	 * frames are lost as at a host whose receive ring overflowed */
-	for (i = 0; i < 4 && sent < n; i++)
-		sent += rte_eth_tx_burst(p->id, 0, b + sent, n - sent);
-	p->tx_fail += n - sent;
-	for (i = sent; i < n; i++)
+	*sent = rte_eth_tx_burst(p->id, 0, b, n);
+	if (*sent == n)
+		return n;
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(p->id, &link) == 0 &&
+			link.link_status == RTE_ETH_LINK_UP) {
+		p->tx_held += n - *sent;
+		return *sent;
+	}
+	p->tx_fail += n - *sent;
+	for (i = *sent; i < n; i++)
 		rte_pktmbuf_free(b[i]);
+	return n;
 }
 
 void
 sw_queue_drain(struct sw_queue *q, uint64_t now, struct sw_port *ports)
 {
-	struct rte_mbuf *out[SW_MAX_PORTS][SW_BURST];
-	uint16_t nout[SW_MAX_PORTS] = { 0 };
-	int budget = SW_BURST;
+	struct rte_mbuf *out[SW_MAX_PORTS][SW_BURST], *keep[SW_BURST];
+	uint16_t nout[SW_MAX_PORTS] = { 0 }, done[SW_MAX_PORTS] = { 0 };
+	uint16_t sent[SW_MAX_PORTS] = { 0 }, seen[SW_MAX_PORTS] = { 0 };
+	uint32_t h0 = q->head, k = 0, nkeep = 0, j;
+	double credit;
 	uint16_t i;
 
 	if (q->c.rate_bps) {
@@ -132,29 +151,48 @@ sw_queue_drain(struct sw_queue *q, uint64_t now, struct sw_port *ports)
 			q->credit = q->c.burst;
 	}
 	q->last_tsc = now;
-	while (q->head != q->tail && budget-- > 0) {
-		struct rte_mbuf *m = q->ring[q->head & (q->size - 1)];
+	/* a burst off the head, as far as the credit goes */
+	credit = q->credit;
+	while (h0 + k != q->tail && k < SW_BURST) {
+		struct rte_mbuf *m = q->ring[(h0 + k) & (q->size - 1)];
 		uint32_t len = rte_pktmbuf_pkt_len(m);
+
+		if (q->c.rate_bps && credit < len)
+			break;
+		credit -= len;
+		out[m->port][nout[m->port]++] = m;
+		k++;
+	}
+	for (i = 0; i < SW_MAX_PORTS; i++)
+		if (nout[i])
+			done[i] = tx_port(&ports[i], out[i], nout[i], &sent[i]);
+	/* in queue order: a port took a prefix of its frames */
+	for (j = 0; j < k; j++) {
+		struct rte_mbuf *m = q->ring[(h0 + j) & (q->size - 1)];
+		uint32_t len = rte_pktmbuf_pkt_len(m);
+		uint16_t at = seen[m->port]++;
 		struct sw_port *p = &ports[m->port];
 		struct sw_flow *f;
 
-		if (q->c.rate_bps && q->credit < len)
-			break;
-		q->credit -= len;
-		q->head++;
+		if (at >= done[m->port]) {
+			keep[nkeep++] = m;
+			continue;
+		}
 		q->bytes -= len;
+		if (q->c.rate_bps)
+			q->credit -= len;
+		if (at >= sent[m->port])
+			continue;	/* dropped, mbuf freed */
 		p->tx_frames++;
 		p->tx_bytes += len;
 		f = sw_flow_get((int)m->hash.usr - 1);
 		if (f != NULL)
 			f->tx_bytes += len;
-		out[m->port][nout[m->port]++] = m;
 	}
-	if (q->c.rate_bps == 0)
-		q->credit = 0;
-	for (i = 0; i < SW_MAX_PORTS; i++)
-		if (nout[i])
-			tx_port(&ports[i], out[i], nout[i]);
+	/* what stays goes back to the head, in its order */
+	q->head = h0 + k - nkeep;
+	for (j = 0; j < nkeep; j++)
+		q->ring[(q->head + j) & (q->size - 1)] = keep[j];
 }
 
 /* At exit: what is still queued is freed, not sent. */

@@ -61,7 +61,8 @@ struct sw_port {
 	struct sw_queue *q;	/* its egress queue, maybe shared */
 	uint64_t rx_frames, rx_bytes;
 	uint64_t tx_frames, tx_bytes;
-	uint64_t tx_fail;	/* the PMD did not take them: freed */
+	uint64_t tx_held;	/* refused by a connected peer: kept queued */
+	uint64_t tx_fail;	/* refused with no peer: freed */
 	uint64_t flood;		/* frames flooded from this port */
 };
 

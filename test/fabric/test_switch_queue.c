@@ -10,7 +10,9 @@
  * only Kmax decides: no randomness); tail drop; Not-ECT IP frames
  * dropped where ECT ones are marked, non-IP frames left alone; and the
  * token bucket on explicit TSC values: how many bytes leave, not how
- * long anything took.
+ * long anything took; frames a connected port refuses (a net_ring port
+ * whose ring is full) stay queued in their order, and are dropped once
+ * its link is down.
  */
 
 #include <string.h>
@@ -18,7 +20,9 @@
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
+#include <rte_eth_ring.h>
 #include <rte_mbuf.h>
+#include <rte_ring.h>
 #include <rte_udp.h>
 
 #include "check.h"
@@ -188,6 +192,76 @@ test_queue(void)
 	sw_queue_flush(&q);
 }
 
+static struct rte_mbuf *
+tagged(uint16_t port, uint8_t tag)
+{
+	struct rte_mbuf *m = ipv4_frame(100, 0x02);
+
+	/* the tag in the last payload byte */
+	*rte_pktmbuf_mtod_offset(m, uint8_t *, 99) = tag;
+	m->port = port;
+	return m;
+}
+
+static uint8_t
+tag_of(struct rte_mbuf *m)
+{
+	return *rte_pktmbuf_mtod_offset(m, uint8_t *, 99);
+}
+
+static void
+test_hold(struct rte_ring *r)
+{
+	struct sw_qconf c = { .rate_bps = 0, .buffer = 100000, .burst = 16384,
+		.kmin = 50000, .kmax = 60000, .pmax = 0, .ecn = 1 };
+	struct sw_port ports[3] = { { .id = 0 }, { .id = 1 }, { .id = 2 } };
+	static const uint16_t to[6] = { 2, 2, 1, 2, 2, 1 };
+	struct rte_mbuf *m[4];
+	struct sw_queue q;
+	unsigned int n;
+	int i;
+
+	memset(&q, 0, sizeof(q));
+	CHECK_EQ(sw_queue_init(&q, &c, rte_get_tsc_hz(), 0), 0, "queue init");
+	for (i = 0; i < 3; i++)
+		ports[i].q = &q;
+	for (i = 0; i < 6; i++)
+		sw_queue_enqueue(&q, tagged(to[i], (uint8_t)i));
+	/* the ring takes 3 of the 4 frames for port 2: the 4th (tag 4)
+	 * stays, alone, at the head; port 1's two leave */
+	sw_queue_drain(&q, 1, ports);
+	CHECK_EQ(ports[1].tx_frames, 2, "port 1's frames out");
+	CHECK_EQ(ports[2].tx_frames, 3, "what port 2's ring took");
+	CHECK_EQ(ports[2].tx_held, 1, "a refused frame held");
+	CHECK_EQ(ports[2].tx_fail, 0, "none dropped");
+	CHECK_EQ(q.tail - q.head, 1, "one frame queued");
+	CHECK_EQ(q.bytes, 100, "its bytes still counted");
+	CHECK_EQ(tag_of(q.ring[q.head & (q.size - 1)]), 4, "the held frame");
+	n = rte_ring_dequeue_burst(r, (void **)m, 4, NULL);
+	CHECK_EQ(n, 3, "frames on port 2's ring");
+	CHECK(n == 3 && tag_of(m[0]) == 0 && tag_of(m[1]) == 1 &&
+		tag_of(m[2]) == 3, "in queue order");
+	rte_pktmbuf_free_bulk(m, n);
+	sw_queue_drain(&q, 2, ports);
+	CHECK_EQ(ports[2].tx_frames, 4, "the held frame out once there is room");
+	CHECK_EQ(q.bytes, 0, "queue empty");
+	n = rte_ring_dequeue_burst(r, (void **)m, 4, NULL);
+	CHECK(n == 1 && tag_of(m[0]) == 4, "the held frame on the ring");
+	rte_pktmbuf_free_bulk(m, n);
+
+	/* a port whose link is down does not hold the queue */
+	for (i = 0; i < 5; i++)
+		sw_queue_enqueue(&q, tagged(2, (uint8_t)i));
+	CHECK_EQ(rte_eth_dev_set_link_down(2), 0, "link down");
+	sw_queue_drain(&q, 3, ports);
+	CHECK_EQ(ports[2].tx_fail, 2, "refused with the link down: dropped");
+	CHECK_EQ(ports[2].tx_frames, 7, "what the ring took");
+	CHECK_EQ(q.bytes, 0, "nothing held");
+	n = rte_ring_dequeue_burst(r, (void **)m, 4, NULL);
+	rte_pktmbuf_free_bulk(m, n);
+	sw_queue_flush(&q);
+}
+
 int
 main(void)
 {
@@ -198,6 +272,7 @@ main(void)
 		(char *)"--vdev", (char *)"net_null0", (char *)"--vdev",
 		(char *)"net_null1", (char *)"--log-level=lib.eal:4", NULL };
 	struct rte_eth_conf conf;
+	struct rte_ring *r;
 	uint16_t p;
 
 	snprintf(prefix, sizeof(prefix), "%s", eal_dir_prefix("swq"));
@@ -210,8 +285,14 @@ main(void)
 	CHECK(pool != NULL, "mempool");
 	if (pool == NULL)
 		return check_report("test_switch_queue");
+	/* port 2: frames it sends land on a ring of 3 */
+	r = rte_ring_create("swq_ring", 4, 0, RING_F_SP_ENQ | RING_F_SC_DEQ);
+	CHECK(r != NULL, "ring");
+	if (r == NULL)
+		return check_report("test_switch_queue");
+	CHECK_EQ(rte_eth_from_ring(r), 2, "ring port");
 	memset(&conf, 0, sizeof(conf));
-	for (p = 0; p < 2; p++) {
+	for (p = 0; p < 3; p++) {
 		CHECK_EQ(rte_eth_dev_configure(p, 1, 1, &conf), 0, "configure");
 		CHECK_EQ(rte_eth_rx_queue_setup(p, 0, 64, 0, NULL, pool), 0,
 			"rx queue");
@@ -221,7 +302,8 @@ main(void)
 	}
 	test_frames();
 	test_queue();
-	for (p = 0; p < 2; p++) {
+	test_hold(r);
+	for (p = 0; p < 3; p++) {
 		rte_eth_dev_stop(p);
 		rte_eth_dev_close(p);
 	}
