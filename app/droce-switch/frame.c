@@ -51,7 +51,8 @@ sw_frame_ecn(struct rte_mbuf *m)
 	if (h == NULL)
 		return SW_NOT_IP;
 	if (v6)
-		/* traffic class: bits 20-27 of version/class/flow; ECN its low two */
+		/* the traffic class is bits 20-27 of version/class/flow,
+		 * ECN its low two */
 		return (enum sw_ecn)((rte_be_to_cpu_32(
 			((struct rte_ipv6_hdr *)h)->vtc_flow) >> 20) & 3);
 	return (enum sw_ecn)(((struct rte_ipv4_hdr *)h)->type_of_service & 3);

@@ -251,7 +251,8 @@ main(int argc, char **argv)
 
 	/* its own help, not EAL's (which rte_eal_init would print) */
 	for (i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+		if (strcmp(argv[i], "--help") == 0 ||
+				strcmp(argv[i], "-h") == 0) {
 			sw_usage(stdout);
 			return 0;
 		}

@@ -11,8 +11,9 @@
  * with what = qdepth (id: the queue's first port, bytes queued now),
  * port_tx (id: port, bytes sent so far), marked / dropped (id: queue's
  * first port, counts so far), flow_rx and flow_tx (id: the flow, bytes
- * that arrived, dropped or not, and bytes sent, so far). Cumulative counts, so a reader gets rates from differences and a
- * late sample loses nothing.
+ * that arrived, dropped or not, and bytes sent, so far). Cumulative
+ * counts, so a reader gets rates from differences and a late sample
+ * loses nothing.
  */
 
 #include <errno.h>
