@@ -296,6 +296,7 @@ main(int argc, char **argv)
 			strerror(errno));
 		goto out;
 	}
+	sw_telemetry_init(ports, nb_ports);
 	/* naps of 20 us, not the default 50 us slack on top */
 	prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
 	signal(SIGINT, on_signal);

@@ -113,6 +113,9 @@ void sw_queue_drain(struct sw_queue *q, uint64_t now,
 	struct sw_port *ports);
 void sw_queue_flush(struct sw_queue *q);
 
+/* telemetry.c: counters while it runs (the telemetry thread reads) */
+void sw_telemetry_init(struct sw_port *ports, int nb_ports);
+
 /* series.c: per flow counters and the CSV time series */
 int sw_flow_index(struct rte_mbuf *m);
 struct sw_flow *sw_flow_get(int idx);
