@@ -58,6 +58,27 @@ sw_frame_ecn(struct rte_mbuf *m)
 	return (enum sw_ecn)(((struct rte_ipv4_hdr *)h)->type_of_service & 3);
 }
 
+/*
+ * Whether RED's profile applies: UDP over IP, RoCEv2's class. ARP,
+ * ICMPv6 neighbour discovery and the rest stand for traffic a switch
+ * keeps in another class (another queue, or trapped): they share the
+ * buffer, so the tail drop applies to them, but marking a queue above
+ * Kmax must not drop a neighbour advertisement, or a host behind a
+ * congested port could never resolve its peer.
+ */
+int
+sw_frame_red_class(struct rte_mbuf *m)
+{
+	int v6;
+	void *h = ip_hdr(m, &v6);
+
+	if (h == NULL)
+		return 0;
+	if (v6)
+		return ((struct rte_ipv6_hdr *)h)->proto == IPPROTO_UDP;
+	return ((struct rte_ipv4_hdr *)h)->next_proto_id == IPPROTO_UDP;
+}
+
 void
 sw_frame_set_ce(struct rte_mbuf *m)
 {

@@ -69,7 +69,7 @@ sw_queue_enqueue(struct sw_queue *q, struct rte_mbuf *m)
 		rte_pktmbuf_free(m);
 		return;
 	}
-	if (q->c.ecn && red_hit(q)) {
+	if (q->c.ecn && red_hit(q) && sw_frame_red_class(m)) {
 		switch (sw_frame_ecn(m)) {
 		case SW_ECT0:
 		case SW_ECT1:
@@ -80,10 +80,6 @@ sw_queue_enqueue(struct sw_queue *q, struct rte_mbuf *m)
 			break;
 		case SW_CE:
 			q->ce_seen++;
-			break;
-		case SW_NOT_IP:
-			/* ARP and raw probes: no ECN field, and no RED
-			 * profile applies; they meet only the tail drop */
 			break;
 		default:
 			/* a Not-ECT IP frame cannot take a mark: drop it

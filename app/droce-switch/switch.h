@@ -101,6 +101,7 @@ int sw_fdb_lookup(const struct rte_ether_addr *mac);
 enum sw_ecn { SW_NOT_IP = -1, SW_NOT_ECT = 0, SW_ECT1 = 1, SW_ECT0 = 2,
 	SW_CE = 3 };
 enum sw_ecn sw_frame_ecn(struct rte_mbuf *m);
+int sw_frame_red_class(struct rte_mbuf *m);
 void sw_frame_set_ce(struct rte_mbuf *m);
 uint32_t sw_frame_flow_key(struct rte_mbuf *m, uint8_t *key, char *name,
 	size_t name_len);

@@ -14,6 +14,8 @@
 # fab_stop                           SIGTERM to the switch; its exit status
 # fab_cleanup                        everything, failed or not (trap it)
 # CLIENT-ARGS go to the receivers too (droce-perf's --cc none, say).
+# FAB_IPV6=1: the hosts also get IPv6 addresses (fd00:198:1::/64 the
+# senders, fd00:198:2::/64 the receivers), and their QPs use them.
 
 fab_work=$(mktemp -d /tmp/droce-fabric.XXXXXX)
 fab_tag=$(printf '%s' "$$_$RANDOM" | md5sum | cut -c1-6)
@@ -73,13 +75,14 @@ fab_stop() {
 }
 
 fab_incast() {
-	local perf=$1 n=$2 i base rc=0 srv=() cli=() lc
+	local perf=$1 n=$2 i base rc=0 srv=() cli=() lc s6=() c6=()
 	shift 2
 	base=$((20000 + RANDOM % 20000))
 	for ((i = 0; i < n; i++)); do
 		# servers and clients alternate between the two CPUs
 		lc=$(((i + 1) % 2))
-		"$perf" --server \
+		[ "${FAB_IPV6:-0}" = 1 ] && s6=(--ip6 "fd00:198:2::$((i + 1))")
+		"$perf" --server "${s6[@]}" \
 			--vdev "net_memif0,role=client,socket=$fab_work/p$((n + i)).sock" \
 			--ip "10.198.2.$((i + 1))" --port $((base + i)) \
 			--eal "--file-prefix fbs$i$fab_tag -l $lc $fab_eal" "$@" \
@@ -90,7 +93,8 @@ fab_incast() {
 	sleep 0.5
 	for ((i = 0; i < n; i++)); do
 		lc=$((i % 2))
-		"$perf" --client \
+		[ "${FAB_IPV6:-0}" = 1 ] && c6=(--ip6 "fd00:198:1::$((i + 1))")
+		"$perf" --client "${c6[@]}" \
 			--vdev "net_memif0,role=client,socket=$fab_work/p$i.sock" \
 			--ip "10.198.1.$((i + 1))" --peer-ip "10.198.2.$((i + 1))" \
 			--port $((base + i)) \

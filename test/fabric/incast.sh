@@ -9,6 +9,7 @@
 #   ecn       RED ECN marking (Kmin 10 KB, Kmax 60 KB, Pmax 0.2), droce's
 #             default congestion control: the queue marked frames, the
 #             receivers sent CNPs and the senders' reaction point took them
+#   ecn-ipv6  the same over IPv6 (the switch marks the traffic class)
 #   ecn-nocc  the same switch, --cc none on the hosts (DROCE_CC=none): marks and CNPs,
 #             and no sender acted on one
 #   taildrop  --no-ecn and a 32 KB buffer: the queue dropped frames and
@@ -24,12 +25,13 @@ n=${INCAST_N:-4}
 cc=()
 iters=100 size=65536
 case $mode in
-ecn|ecn-nocc)
+ecn|ecn-nocc|ecn-ipv6)
 	swargs=(--rate-mbps "$n:100" --buffer-kb 512 --kmin-kb 10
 		--kmax-kb 60 --pmax 0.2)
 	# the hosts' congestion control: droce-perf's --cc (DROCE_CC is
 	# the key for other programs; droce-perf's option sets the port)
 	[ "$mode" = ecn-nocc ] && cc=(--cc none)
+	[ "$mode" = ecn-ipv6 ] && export FAB_IPV6=1
 	;;
 taildrop)
 	swargs=(--rate-mbps "$n:100" --no-ecn --buffer-kb 32)
@@ -73,18 +75,23 @@ check() {
 }
 # every sender's bytes crossed the bottleneck: its flow's line
 for ((i = 0; i < n; i++)); do
-	b=$(fab_sum "^flow 10\.198\.1\.$((i + 1))>10\.198\.2\.$((i + 1)):" \
-		tx_bytes "$log")
+	if [ "${FAB_IPV6:-0}" = 1 ]; then
+		b=$(fab_sum "^flow fd00:198:1::$((i + 1))>fd00:198:2::$((i + 1)):" \
+			tx_bytes "$log")
+	else
+		b=$(fab_sum "^flow 10\.198\.1\.$((i + 1))>10\.198\.2\.$((i + 1)):" \
+			tx_bytes "$log")
+	fi
 	check "flow of sender $i through the bottleneck ($b bytes)" \
 		"[ $b -ge $((iters * size)) ]"
 done
 case $mode in
-ecn|ecn-nocc)
+ecn|ecn-nocc|ecn-ipv6)
 	check "the queue built past Kmin" "[ $depth -gt 10240 ]"
 	check "ECT frames marked CE" "[ $marked -gt 0 ]"
 	check "receivers saw CE frames" "[ $ecnrx -gt 0 ]"
 	check "receivers sent CNPs" "[ $cnps -gt 0 ]"
-	if [ "$mode" = ecn ]; then
+	if [ "$mode" != ecn-nocc ]; then
 		check "senders cut their rate on CNPs" "[ $handled -gt 0 ]"
 	else
 		check "CNPs reached the senders" "[ $ignored -gt 0 ]"

@@ -162,7 +162,15 @@ test_queue(void)
 	sw_queue_enqueue(&q, arp_frame(1000));
 	CHECK_EQ(q.red_drops, 1, "a non-IP frame is not RED's");
 	CHECK_EQ(q.bytes, 7000, "the ARP frame queued");
-	sw_queue_enqueue(&q, ipv4_frame(1000, 0x01));
+	/* ICMP (as ICMPv6 neighbour discovery): not RED's class either */
+	m = ipv4_frame(500, 0x00);
+	rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *,
+		sizeof(struct rte_ether_hdr))->next_proto_id = IPPROTO_ICMP;
+	sw_queue_enqueue(&q, m);
+	CHECK_EQ(q.red_drops, 1, "a Not-ECT ICMP frame is not RED's");
+	CHECK_EQ(q.bytes, 7500, "the ICMP frame queued");
+	/* (the checksum is stale: nothing here reads it) */
+	sw_queue_enqueue(&q, ipv4_frame(500, 0x01));
 	CHECK_EQ(q.marked, 3, "ECT(1) marked too");
 	CHECK_EQ(q.bytes, 8000, "buffer full to the byte");
 	sw_queue_enqueue(&q, ipv4_frame(60, 0x02));
@@ -180,15 +188,19 @@ test_queue(void)
 	/* 0.5 ms more: the 500 left and 500 new make one more */
 	sw_queue_drain(&q, t0 + hz * 3 / 1000 + 2 * (hz / 1000000), ports);
 	CHECK_EQ(ports[1].tx_frames, 6, "the left-over credit kept");
-	/* a long gap (the switch descheduled) is worth one bucket only */
 	sw_queue_drain(&q, t0 + hz * 10, ports);
-	CHECK_EQ(ports[1].tx_frames, 8, "the rest, capped by the bucket");
+	CHECK_EQ(ports[1].tx_frames, 9, "the rest (2000 bytes), within a bucket");
 	CHECK_EQ(q.bytes, 0, "queue empty");
 	CHECK_EQ(ports[1].tx_bytes, 8000, "bytes out");
 	CHECK_EQ(sw_flow_get(0)->tx_bytes, 6000, "the flow's bytes out");
 	memset(&es, 0, sizeof(es));
 	rte_eth_stats_get(1, &es);
-	CHECK_EQ(es.opackets, 8, "the frames left on their egress port");
+	CHECK_EQ(es.opackets, 9, "the frames left on their egress port");
+	/* a long gap (the switch descheduled) is worth one bucket only */
+	for (i = 0; i < 5; i++)
+		sw_queue_enqueue(&q, ipv4_frame(1000, 0x02));
+	sw_queue_drain(&q, t0 + hz * 20, ports);
+	CHECK_EQ(ports[1].tx_frames, 12, "a bucket after 10 s, no more");
 	sw_queue_flush(&q);
 }
 
