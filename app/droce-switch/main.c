@@ -153,6 +153,32 @@ ingress(struct sw_port *in, struct rte_mbuf *m)
 	sw_queue_enqueue(ports[last].q, m);
 }
 
+/* Once a millisecond: a host that connects or leaves is logged with
+ * the time, so that a test whose host lost its link mid-run says so. */
+static void
+link_watch(uint64_t t_us)
+{
+	struct rte_eth_link link;
+	int i, up;
+
+	for (i = 0; i < nb_ports; i++) {
+		memset(&link, 0, sizeof(link));
+		if (rte_eth_link_get_nowait((uint16_t)i, &link) != 0)
+			continue;
+		up = link.link_status == RTE_ETH_LINK_UP;
+		if (up == ports[i].link_up)
+			continue;
+		ports[i].link_up = up;
+		if (up)
+			ports[i].link_ups++;
+		else
+			ports[i].link_downs++;
+		printf("droce-switch: %.3f s: port %d link %s\n", t_us / 1e6, i,
+			up ? "up" : "down");
+		fflush(stdout);
+	}
+}
+
 static void
 run(void)
 {
@@ -161,6 +187,7 @@ run(void)
 	uint64_t every = sw_opt.interval_us * hz / 1000000, next = start;
 	uint64_t end = sw_opt.duration_s > 0 ?
 		start + (uint64_t)(sw_opt.duration_s * (double)hz) : UINT64_MAX;
+	uint64_t link_every = hz / 1000, link_next = start;
 	struct timespec nap = { 0, NAP_NS };
 	uint32_t idle = 0;
 	int i, k;
@@ -188,6 +215,10 @@ run(void)
 			if (next < now)
 				next = now + every;
 		}
+		if (now >= link_next) {
+			link_watch((now - start) * 1000000 / hz);
+			link_next = now + link_every;
+		}
 		if (now >= end)
 			break;
 		/* a queue waiting for tokens naps too: a nap is far
@@ -213,10 +244,11 @@ report(void)
 		printf("port %d: rx_frames %" PRIu64 " rx_bytes %" PRIu64
 			" tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_held %"
 			PRIu64 " tx_fail %" PRIu64 " flooded %" PRIu64
-			" rx_nombuf %" PRIu64 " imissed %" PRIu64 "\n", i,
+			" rx_nombuf %" PRIu64 " imissed %" PRIu64 " link_ups %"
+			PRIu64 " link_downs %" PRIu64 "\n", i,
 			p->rx_frames, p->rx_bytes, p->tx_frames, p->tx_bytes,
 			p->tx_held, p->tx_fail, p->flood, es.rx_nombuf,
-			es.imissed);
+			es.imissed, p->link_ups, p->link_downs);
 	}
 	for (i = 0; i < nb_ports; i++) {
 		struct sw_queue *q = &queues[i];

@@ -64,6 +64,8 @@ struct sw_port {
 	uint64_t tx_held;	/* refused by a connected peer: kept queued */
 	uint64_t tx_fail;	/* refused with no peer: freed */
 	uint64_t flood;		/* frames flooded from this port */
+	uint64_t link_ups, link_downs;	/* a peer (dis)connected */
+	int link_up;
 };
 
 struct sw_flow {

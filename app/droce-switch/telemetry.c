@@ -70,6 +70,8 @@ tel_port(const char *cmd, const char *params, struct rte_tel_data *d)
 	rte_tel_data_add_dict_u64(d, "tx_held", RD(p->tx_held));
 	rte_tel_data_add_dict_u64(d, "tx_fail", RD(p->tx_fail));
 	rte_tel_data_add_dict_u64(d, "flooded", RD(p->flood));
+	rte_tel_data_add_dict_u64(d, "link_ups", RD(p->link_ups));
+	rte_tel_data_add_dict_u64(d, "link_downs", RD(p->link_downs));
 	rte_tel_data_add_dict_u64(d, "queue", p->q->owner);
 	return 0;
 }

@@ -13,6 +13,8 @@
 # fab_incast PERF N CLIENT-ARGS...   the incast; 0 when every side exited 0
 # fab_stop                           SIGTERM to the switch; its exit status
 # fab_cleanup                        everything, failed or not (trap it)
+# FAB_KEEP=1 keeps the logs; FAB_EAL_EXTRA: more EAL options for all
+# (--log-level=pmd.net.memif:debug, say)
 # CLIENT-ARGS go to the receivers too (droce-perf's --cc none, say).
 # FAB_IPV6=1: the hosts also get IPv6 addresses (fd00:198:1::/64 the
 # senders, fd00:198:2::/64 the receivers), and their QPs use them.
@@ -21,7 +23,7 @@ fab_work=$(mktemp -d /tmp/droce-fabric.XXXXXX)
 fab_tag=$(printf '%s' "$$_$RANDOM" | md5sum | cut -c1-6)
 fab_sw_pid=""
 fab_pids=()
-fab_eal="--no-pci --log-level=lib.eal:4 --log-level=pmd:4"
+fab_eal="--no-pci --log-level=lib.eal:4 --log-level=pmd:4 ${FAB_EAL_EXTRA:-}"
 
 fab_cleanup() {
 	local p
@@ -53,7 +55,10 @@ fab_start() {
 	# CPU for milliseconds, its link far below the rate set. It naps
 	# when idle, so the hosts keep the CPUs it does not use. (Not root:
 	# nice says so and runs it as it is.)
-	nice -n -20 "$sw" $fab_eal --no-huge -m 256 -l 0 --file-prefix "fbsw$fab_tag" \
+	# memif's connects and disconnects in the switch's log (info): a
+	# host whose link went down mid-run shows there
+	nice -n -20 "$sw" $fab_eal --log-level=pmd.net.memif:info \
+		--no-huge -m 256 -l 0 --file-prefix "fbsw$fab_tag" \
 		"${vdevs[@]}" -- "$@" > "$fab_work/switch.log" 2>&1 &
 	fab_sw_pid=$!
 	for ((i = 0; i < 300; i++)); do
