@@ -97,6 +97,16 @@ queues_setup(void)
 	return 0;
 }
 
+/* Into the egress port's data queue, or past it for the control class */
+static void
+forward(struct sw_port *out, struct rte_mbuf *m)
+{
+	if (sw_frame_red_class(m))
+		sw_queue_enqueue(out->q, m);
+	else
+		sw_ctl_tx(out, m);
+}
+
 /* A frame in: learn its source, send it to its destination's queue or
  * flood it (broadcast, multicast, unknown unicast: ARP finds its way). */
 static void
@@ -124,7 +134,7 @@ ingress(struct sw_port *in, struct rte_mbuf *m)
 			return;
 		}
 		m->port = (uint16_t)dst;
-		sw_queue_enqueue(ports[dst].q, m);
+		forward(&ports[dst], m);
 		return;
 	}
 	in->flood++;
@@ -140,7 +150,7 @@ ingress(struct sw_port *in, struct rte_mbuf *m)
 			if (c != NULL) {
 				c->port = (uint16_t)last;
 				c->hash.usr = m->hash.usr;
-				sw_queue_enqueue(ports[last].q, c);
+				forward(&ports[last], c);
 			}
 		}
 		last = i;
@@ -150,7 +160,7 @@ ingress(struct sw_port *in, struct rte_mbuf *m)
 		return;
 	}
 	m->port = (uint16_t)last;
-	sw_queue_enqueue(ports[last].q, m);
+	forward(&ports[last], m);
 }
 
 /* Once a millisecond: a host that connects or leaves is logged with
@@ -190,13 +200,20 @@ run(void)
 	uint64_t link_every = hz / 1000, link_next = start;
 	struct timespec nap = { 0, NAP_NS };
 	uint32_t idle = 0;
-	int i, k;
+	int i, j, k, first = 0;
 
 	while (!quit) {
 		uint64_t now = rte_rdtsc(), work = 0;
 		uint16_t n;
 
-		for (i = 0; i < nb_ports; i++) {
+		/* a different port first on each pass: frames wait in the
+		 * ports' receive rings while the switch is not running, and
+		 * with a fixed order the first ports would take every slot
+		 * a full queue frees (a 4:1 tail-drop incast locked one
+		 * sender out until it ran out of retries) */
+		first = first + 1 < nb_ports ? first + 1 : 0;
+		for (j = 0; j < nb_ports; j++) {
+			i = first + j < nb_ports ? first + j : first + j - nb_ports;
 			n = rte_eth_rx_burst((uint16_t)i, 0, b, SW_BURST);
 			for (k = 0; k < n; k++)
 				ingress(&ports[i], b[k]);
@@ -244,11 +261,11 @@ report(void)
 		printf("port %d: rx_frames %" PRIu64 " rx_bytes %" PRIu64
 			" tx_frames %" PRIu64 " tx_bytes %" PRIu64 " tx_held %"
 			PRIu64 " tx_fail %" PRIu64 " flooded %" PRIu64
-			" rx_nombuf %" PRIu64 " imissed %" PRIu64 " link_ups %"
-			PRIu64 " link_downs %" PRIu64 "\n", i,
-			p->rx_frames, p->rx_bytes, p->tx_frames, p->tx_bytes,
-			p->tx_held, p->tx_fail, p->flood, es.rx_nombuf,
-			es.imissed, p->link_ups, p->link_downs);
+			" ctl_frames %" PRIu64 " rx_nombuf %" PRIu64 " imissed %"
+			PRIu64 " link_ups %" PRIu64 " link_downs %" PRIu64 "\n",
+			i, p->rx_frames, p->rx_bytes, p->tx_frames, p->tx_bytes,
+			p->tx_held, p->tx_fail, p->flood, p->ctl_frames,
+			es.rx_nombuf, es.imissed, p->link_ups, p->link_downs);
 	}
 	for (i = 0; i < nb_ports; i++) {
 		struct sw_queue *q = &queues[i];

@@ -49,6 +49,9 @@ sw_usage(FILE *f)
 "  --quiet             no per-flow lines in the exit report\n"
 "  --busy-poll         never nap; by default the loop naps 20 us after\n"
 "                      256 passes with nothing to do\n"
+"  --hold-us N         frames a connected host's full ring refuses wait\n"
+"                      at the head of their queue this long, then are\n"
+"                      dropped (5000)\n"
 "  -h, --help          this text\n"
 "See doc/switch.md.\n");
 }
@@ -98,7 +101,7 @@ parse_num(const char *name, const char *arg, double min, double max,
 }
 
 enum { O_RATE = 256, O_BUFFER, O_BURST, O_KMIN, O_KMAX, O_PMAX, O_ECN,
-	O_NO_ECN, O_SHARED, O_SERIES, O_INTERVAL, O_DURATION, O_QUIET, O_BUSY };
+	O_NO_ECN, O_SHARED, O_SERIES, O_INTERVAL, O_DURATION, O_QUIET, O_BUSY, O_HOLD };
 
 static int
 set_queue_opt(int o, const char *name, const char *arg, int nb_ports)
@@ -194,6 +197,7 @@ sw_options_parse(int argc, char **argv, int nb_ports)
 		{ "duration", required_argument, NULL, O_DURATION },
 		{ "quiet", no_argument, NULL, O_QUIET },
 		{ "busy-poll", no_argument, NULL, O_BUSY },
+		{ "hold-us", required_argument, NULL, O_HOLD },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -204,7 +208,7 @@ sw_options_parse(int argc, char **argv, int nb_ports)
 		sw_opt.q[i] = (struct sw_qconf){ .rate_bps = 0,
 			.buffer = 1024 * 1024, .burst = 16 * 1024,
 			.kmin = 100 * 1024, .kmax = 400 * 1024, .pmax = 0.2,
-			.ecn = 1 };
+			.ecn = 1, .hold_us = 5000 };
 		sw_opt.shared[i] = -1;
 	}
 	sw_opt.interval_us = 1000;
@@ -229,7 +233,7 @@ sw_options_parse(int argc, char **argv, int nb_ports)
 	}
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
-		const char *name = c >= O_RATE && c <= O_BUSY ?
+		const char *name = c >= O_RATE && c <= O_HOLD ?
 			lo[c - O_RATE].name : "";
 
 		switch (c) {
@@ -259,6 +263,12 @@ sw_options_parse(int argc, char **argv, int nb_ports)
 			break;
 		case O_QUIET: sw_opt.quiet = 1; break;
 		case O_BUSY: sw_opt.busy_poll = 1; break;
+		case O_HOLD:
+			if (parse_num(name, optarg, 0, 1e6, &v))
+				return -1;
+			for (i = 0; i < SW_MAX_PORTS; i++)
+				sw_opt.q[i].hold_us = (uint64_t)v;
+			break;
 		case 'h':
 			sw_usage(stdout);
 			exit(0);

@@ -39,6 +39,7 @@ sw_queue_init(struct sw_queue *q, const struct sw_qconf *c,
 	q->last_tsc = now;
 	q->credit = c->burst;
 	q->bytes_per_tsc = (double)c->rate_bps / 8.0 / (double)tsc_hz;
+	q->hold_tsc = c->hold_us * tsc_hz / 1000000;
 	return 0;
 }
 
@@ -101,27 +102,37 @@ sw_queue_enqueue(struct sw_queue *q, struct rte_mbuf *m)
 
 /*
  * Hand frames to a port; returns how many left the queue (sent, or
- * dropped because the port has no peer), *sent how many the PMD took.
- * A connected host whose receive ring is full is a host that has not
- * been scheduled yet (nine processes on two CPUs): its frames stay at
- * the head of the queue, where the queue's own policy (marks, tail drop)
- * sees them, rather than being lost outside it. A port with no peer
- * would block the queue for good: its frames are dropped.
+ * dropped), *sent how many the PMD took. A connected host whose receive
+ * ring is full is, here, a host that has not been scheduled yet (nine
+ * processes on two CPUs): its frames stay at the head of the queue for
+ * up to --hold-us, where the queue's own policy (marks, tail drop) sees
+ * what piles up behind them, rather than being lost outside it. Past
+ * that the host is not coming soon (a process blocked elsewhere), and
+ * holding would block every other port of a shared link: they are
+ * dropped, as at a NIC whose ring is full. A port with no peer drops at
+ * once.
  */
 static uint16_t
-tx_port(struct sw_port *p, struct rte_mbuf **b, uint16_t n, uint16_t *sent)
+tx_port(const struct sw_queue *q, struct sw_port *p, struct rte_mbuf **b,
+	uint16_t n, uint16_t *sent, uint64_t now)
 {
 	struct rte_eth_link link;
 	uint16_t i;
 
 	*sent = rte_eth_tx_burst(p->id, 0, b, n);
-	if (*sent == n)
+	if (*sent == n) {
+		p->held_since = 0;
 		return n;
+	}
 	memset(&link, 0, sizeof(link));
 	if (rte_eth_link_get_nowait(p->id, &link) == 0 &&
 			link.link_status == RTE_ETH_LINK_UP) {
-		p->tx_held += n - *sent;
-		return *sent;
+		if (p->held_since == 0)
+			p->held_since = now;
+		if (now - p->held_since <= q->hold_tsc) {
+			p->tx_held += n - *sent;
+			return *sent;
+		}
 	}
 	p->tx_fail += n - *sent;
 	for (i = *sent; i < n; i++)
@@ -161,7 +172,8 @@ sw_queue_drain(struct sw_queue *q, uint64_t now, struct sw_port *ports)
 	}
 	for (i = 0; i < SW_MAX_PORTS; i++)
 		if (nout[i])
-			done[i] = tx_port(&ports[i], out[i], nout[i], &sent[i]);
+			done[i] = tx_port(q, &ports[i], out[i], nout[i],
+				&sent[i], now);
 	/* in queue order: a port took a prefix of its frames */
 	for (j = 0; j < k; j++) {
 		struct rte_mbuf *m = q->ring[(h0 + j) & (q->size - 1)];
@@ -189,6 +201,31 @@ sw_queue_drain(struct sw_queue *q, uint64_t now, struct sw_port *ports)
 	q->head = h0 + k - nkeep;
 	for (j = 0; j < nkeep; j++)
 		q->ring[(q->head + j) & (q->size - 1)] = keep[j];
+}
+
+/*
+ * A frame of another class than RED's (ARP, neighbour discovery, other
+ * non-UDP traffic): a switch keeps such frames in a queue of their own
+ * with priority over data, and they are few, so here they leave at
+ * once, past the data queue and its rate. Under a full data queue ARP
+ * replies were tail-dropped until a host gave up resolving its peer.
+ */
+void
+sw_ctl_tx(struct sw_port *p, struct rte_mbuf *m)
+{
+	struct sw_flow *f = sw_flow_get((int)m->hash.usr - 1);
+	uint32_t len = rte_pktmbuf_pkt_len(m);
+
+	if (rte_eth_tx_burst(p->id, 0, &m, 1) != 1) {
+		p->tx_fail++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	p->ctl_frames++;
+	p->tx_frames++;
+	p->tx_bytes += len;
+	if (f != NULL)
+		f->tx_bytes += len;
 }
 
 /* At exit: what is still queued is freed, not sent. */

@@ -29,6 +29,7 @@ struct sw_qconf {
 	uint32_t kmin, kmax;	/**< RED thresholds, bytes */
 	double pmax;		/**< marking probability at kmax */
 	int ecn;		/**< 0: tail drop only (--no-ecn) */
+	uint64_t hold_us;	/**< a busy host's frames wait this long */
 };
 
 /*
@@ -47,6 +48,7 @@ struct sw_queue {
 	double credit;		/* token bucket, bytes */
 	uint64_t last_tsc;
 	double bytes_per_tsc;
+	uint64_t hold_tsc;
 	/* counters */
 	uint64_t enq_frames, enq_bytes;
 	uint64_t marked;	/* ECT frames set to CE */
@@ -62,7 +64,9 @@ struct sw_port {
 	uint64_t rx_frames, rx_bytes;
 	uint64_t tx_frames, tx_bytes;
 	uint64_t tx_held;	/* refused by a connected peer: kept queued */
-	uint64_t tx_fail;	/* refused with no peer: freed */
+	uint64_t tx_fail;	/* no peer, or refused past hold_us: freed */
+	uint64_t held_since;	/* TSC of the first refusal, 0: none */
+	uint64_t ctl_frames;	/* control class: sent past the queue */
 	uint64_t flood;		/* frames flooded from this port */
 	uint64_t link_ups, link_downs;	/* a peer (dis)connected */
 	int link_up;
@@ -109,6 +113,7 @@ uint32_t sw_frame_flow_key(struct rte_mbuf *m, uint8_t *key, char *name,
 	size_t name_len);
 
 /* queue.c */
+void sw_ctl_tx(struct sw_port *p, struct rte_mbuf *m);
 int sw_queue_init(struct sw_queue *q, const struct sw_qconf *c,
 	uint64_t tsc_hz, uint64_t now);
 void sw_queue_enqueue(struct sw_queue *q, struct rte_mbuf *m);

@@ -225,7 +225,9 @@ static void
 test_hold(struct rte_ring *r)
 {
 	struct sw_qconf c = { .rate_bps = 0, .buffer = 100000, .burst = 16384,
-		.kmin = 50000, .kmax = 60000, .pmax = 0, .ecn = 1 };
+		.kmin = 50000, .kmax = 60000, .pmax = 0, .ecn = 1,
+		.hold_us = 1000 };
+	uint64_t ms = rte_get_tsc_hz() / 1000;
 	struct sw_port ports[3] = { { .id = 0 }, { .id = 1 }, { .id = 2 } };
 	static const uint16_t to[6] = { 2, 2, 1, 2, 2, 1 };
 	struct rte_mbuf *m[4];
@@ -261,13 +263,28 @@ test_hold(struct rte_ring *r)
 	CHECK(n == 1 && tag_of(m[0]) == 4, "the held frame on the ring");
 	rte_pktmbuf_free_bulk(m, n);
 
+	/* a host that stays away longer than hold_us loses its frames */
+	for (i = 0; i < 4; i++)
+		sw_queue_enqueue(&q, tagged(2, (uint8_t)(10 + i)));
+	sw_queue_drain(&q, 10 * ms, ports);
+	CHECK_EQ(ports[2].tx_frames, 7, "three more on the ring");
+	CHECK_EQ(q.tail - q.head, 1, "the fourth held");
+	sw_queue_drain(&q, 10 * ms + ms / 2, ports);
+	CHECK_EQ(q.tail - q.head, 1, "still held within hold_us");
+	CHECK_EQ(ports[2].tx_fail, 0, "nothing dropped yet");
+	sw_queue_drain(&q, 11 * ms + 1, ports);
+	CHECK_EQ(ports[2].tx_fail, 1, "dropped past hold_us");
+	CHECK_EQ(q.bytes, 0, "and out of the queue");
+	n = rte_ring_dequeue_burst(r, (void **)m, 4, NULL);
+	rte_pktmbuf_free_bulk(m, n);
+
 	/* a port whose link is down does not hold the queue */
 	for (i = 0; i < 5; i++)
 		sw_queue_enqueue(&q, tagged(2, (uint8_t)i));
 	CHECK_EQ(rte_eth_dev_set_link_down(2), 0, "link down");
-	sw_queue_drain(&q, 3, ports);
-	CHECK_EQ(ports[2].tx_fail, 2, "refused with the link down: dropped");
-	CHECK_EQ(ports[2].tx_frames, 7, "what the ring took");
+	sw_queue_drain(&q, 20 * ms, ports);
+	CHECK_EQ(ports[2].tx_fail, 3, "refused with the link down: dropped");
+	CHECK_EQ(ports[2].tx_frames, 10, "what the ring took");
 	CHECK_EQ(q.bytes, 0, "nothing held");
 	n = rte_ring_dequeue_burst(r, (void **)m, 4, NULL);
 	rte_pktmbuf_free_bulk(m, n);
