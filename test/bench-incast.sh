@@ -6,7 +6,7 @@
 # messages to N receivers behind one link drained at RATE Mbit/s, once
 # with DCQCN and once with --cc none, the switch's time series on. Writes
 # OUT-DIR/incast-dcqcn.csv, incast-none.csv and incast.png (per-flow
-# rate and queue depth over time, test/tools/plot-incast.py) and prints
+# rate and queue depth over time, test/tools/plot-switch-series.py) and prints
 # per run the switch's bottleneck counters, the flows' mean rates and
 # fairness in the second half, and drops and marks in each half.
 #
@@ -65,6 +65,6 @@ for cc in ${BENCH_CCS:-dcqcn none}; do
 	grep -h "congestion:" "$fab_work"/client*.log | head -"$n"
 	plots+=("$csv=$cc")
 done
-/usr/bin/python3 "$top/test/tools/plot-incast.py" "$outdir/incast.png" \
+/usr/bin/python3 "$top/test/tools/plot-switch-series.py" "$outdir/incast.png" \
 	"$n" "$kmin" "$kmax" "${plots[@]}"
 echo "series and plot in $outdir"

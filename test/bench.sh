@@ -14,6 +14,10 @@ echo
 echo
 "$build/test/transport/droce-loss-bench" --sr 1
 echo
+# incast through a simulated switch, in virtual time: DCQCN, the
+# delay-based mode and no congestion control (doc/perf.md, "Congestion")
+"$top/test/bench-incast-sim.sh" "$build"
+echo
 # every droce figure beside the raw rate of the same PMD, three runs each
 # (this kind of machine moves by tens of percent from run to run): the
 # median ratio and the range; doc/perf.md's tables come from these lines

@@ -189,6 +189,8 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	copy_key(c->eal, sizeof(c->eal), "DROCE_EAL", 0, 0);
 	copy_key(c->fault, sizeof(c->fault), "DROCE_FAULT", port, 1);
 	copy_key(c->fault_tx, sizeof(c->fault_tx), "DROCE_FAULT_TX", port, 1);
+	v = port_get("DROCE_FAULT_CE", port, 1);
+	c->fault_ce_ppm = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	copy_key(c->neigh, sizeof(c->neigh), "DROCE_NEIGH", port, 0);
 	/* droce_conf_check refuses what is malformed; empty is unset */
 	v = port_get("DROCE_QUEUES", port, 1);
@@ -229,8 +231,14 @@ droce_conf_load_port(struct droce_conf *c, unsigned int port)
 	v = droce_conf_get("DROCE_NP_CNP_DSCP");
 	c->np_cnp_dscp = v && v[0] ? (uint8_t)strtoul(v, NULL, 10) : 0;
 	v = droce_conf_get("DROCE_CC");
-	c->cc = v != NULL && strcmp(v, "none") == 0 ? DROCE_CC_NONE :
+	c->cc = v == NULL ? DROCE_CC_DCQCN : strcmp(v, "none") == 0 ?
+		DROCE_CC_NONE : strcmp(v, "delay") == 0 ? DROCE_CC_DELAY :
 		DROCE_CC_DCQCN;
+	v = droce_conf_get("DROCE_CC_DELAY_TARGET_US");
+	c->delay_target_ns = v && v[0] ?
+		(uint32_t)strtoul(v, NULL, 10) * 1000 : 0;
+	v = droce_conf_get("DROCE_CC_DELAY_AI");
+	c->delay_ai_mbps = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	v = droce_conf_get("DROCE_CC_LINE_RATE");
 	c->line_rate_mbps = v && v[0] ? (uint32_t)strtoul(v, NULL, 10) : 0;
 	droce_dcqcn_params_default(&c->dcqcn);
@@ -315,12 +323,17 @@ droce_conf_port(const struct droce_conf *c, struct droce_port_conf *pc,
 	pc->line_rate_mbps = c->line_rate_mbps;
 	pc->dcqcn_set = c->dcqcn_set;
 	pc->dcqcn = c->dcqcn;
+	pc->delay_target_ns = c->delay_target_ns;
+	pc->delay_ai_mbps = c->delay_ai_mbps;
 	pc->rxe_flush_icrc = (uint8_t)c->rxe_flush_icrc;
 	pc->rto_min_us = c->rto_min_us;
 	pc->selective_repeat = (uint8_t)c->selective_repeat;
 	pc->sr_window = c->sr_window;
 	pc->name = c->name;
 	fault_parse(c->fault, &pc->fault_rx, 1);
+	pc->fault_rx.ce_ppm = c->fault_ce_ppm;
+	if (c->fault_ce_ppm && pc->fault_rx.seed == 0)
+		pc->fault_rx.seed = (uint64_t)getpid() * 2654435761u + 3;
 	fault_parse(c->fault_tx, &pc->fault_tx, 2);
 }
 
@@ -376,6 +389,11 @@ recovery_report(struct droce_port *port, const struct droce_conf *c)
 		c->name, sum.retransmits, sum.resent_pkts, sum.timeouts,
 		sum.nak_seq_tx, sum.nak_seq_rx, sum.sr_held, sum.sack_tx,
 		sum.sack_rx);
+	fprintf(stderr, "droce: %s congestion: CE-marked frames %" PRIu64
+		" CNPs sent %" PRIu64 " CNPs handled %" PRIu64 " ignored %"
+		PRIu64 " slow restarts %" PRIu64 "\n", c->name,
+		sum.np_ecn_marked, sum.np_cnp_sent, sum.rp_cnp_handled,
+		sum.rp_cnp_ignored, sum.slow_restart);
 }
 
 void
@@ -383,16 +401,16 @@ droce_conf_fault_report(struct droce_port *port, const struct droce_conf *c)
 {
 	struct droce_fault_stats rx, tx;
 
-	if (!c->fault[0] && !c->fault_tx[0])
+	if (!c->fault[0] && !c->fault_tx[0] && !c->fault_ce_ppm)
 		return;
 	droce_port_fault_stats(port, &rx, &tx);
 	fprintf(stderr, "droce: %s fault injection: receive dropped %" PRIu64
 		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
 		PRIu64 " delayed %" PRIu64 "; transmit dropped %" PRIu64
 		" duplicated %" PRIu64 " reordered %" PRIu64 " corrupted %"
-		PRIu64 " delayed %" PRIu64 "\n", c->name, rx.dropped,
-		rx.duplicated, rx.reordered, rx.corrupted, rx.delayed,
-		tx.dropped, tx.duplicated, tx.reordered, tx.corrupted,
-		tx.delayed);
+		PRIu64 " delayed %" PRIu64 "; CE-marked on receipt %" PRIu64
+		"\n", c->name, rx.dropped, rx.duplicated, rx.reordered,
+		rx.corrupted, rx.delayed, tx.dropped, tx.duplicated,
+		tx.reordered, tx.corrupted, tx.delayed, rx.ce_marked);
 	recovery_report(port, c);
 }

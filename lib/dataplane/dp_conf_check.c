@@ -95,6 +95,9 @@ static const struct ck_key ck_keys[] = {
 	{ "DROCE_FAULT_TX", CK_FAULT, 0, 127, NULL, 0, PORT,
 		"DROP,DUP,REORDER,CORRUPT[,FRAMES]",
 		"the same on transmit" },
+	{ "DROCE_FAULT_CE", CK_NUM, 0, 1000000, NULL, 10, PORT, "PPM",
+		"mark received RoCE frames CE (congestion experienced) as a "
+		"switch would, in ppm: CNPs to test with (0)" },
 	{ "DROCE_ZERO_COPY", CK_ZC, 0, UINT32_MAX - 1, NULL, 10, PORT,
 		"auto|off|BYTES",
 		"send payloads of at least BYTES from the MR itself (auto: "
@@ -126,10 +129,17 @@ static const struct ck_key ck_keys[] = {
 		"selective repeat's window: PSNs in flight and requests a "
 		"responder holds out of order, rounded up to a power of 2 "
 		"(1024)" },
-	{ "DROCE_CC", CK_WORDS, 0, 0, "dcqcn|none", 0, PORT, "dcqcn|none",
+	{ "DROCE_CC", CK_WORDS, 0, 0, "dcqcn|delay|none", 0, PORT,
+		"dcqcn|delay|none",
 		"congestion control: dcqcn, a QP that receives a CNP is "
-		"paced at the rate DCQCN gives it; none: CNPs are counted, "
-		"not acted on (dcqcn)" },
+		"paced at the rate DCQCN gives it; delay, the rate follows the "
+		"queueing delay the requester measures (no ECN needed); none: "
+		"CNPs are counted, not acted on (dcqcn)" },
+	{ "DROCE_CC_DELAY_TARGET_US", CK_NUM, 1, 1000000, NULL, 10, PORT,
+		"US", "the delay-based mode's target queueing delay (10)" },
+	{ "DROCE_CC_DELAY_AI", CK_NUM, 1, 1000000, NULL, 10, PORT, "MBPS",
+		"the delay-based mode's increase per round trip, Mbit/s (a "
+		"thousandth of the line rate)" },
 	{ "DROCE_CC_LINE_RATE", CK_NUM, 1, 10000000, NULL, 10, PORT, "MBPS",
 		"the rate DCQCN starts from and climbs back to, Mbit/s (the "
 		"link speed the PMD reports, else 100000)" },

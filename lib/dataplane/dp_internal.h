@@ -37,6 +37,7 @@ const char *dp_conf_file(const char **path, int *err);
 
 struct dp_fault_stats {
 	uint64_t dropped, duplicated, reordered, corrupted, delayed;
+	uint64_t ce_marked;
 };
 
 #define DP_DELAY_Q 1024
@@ -57,7 +58,7 @@ static inline int
 dp_fault_active(const struct dp_fault *f)
 {
 	return f->conf.drop_ppm || f->conf.dup_ppm || f->conf.reorder_ppm ||
-		f->conf.corrupt_ppm || f->conf.delay_ppm ||
+		f->conf.corrupt_ppm || f->conf.delay_ppm || f->conf.ce_ppm ||
 		f->dq_head != f->dq_tail;
 }
 

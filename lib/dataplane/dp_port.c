@@ -349,6 +349,8 @@ dev_create(struct droce_port *p)
 		link_mbps(p);
 	dc.dcqcn_set = p->conf.dcqcn_set;
 	dc.dcqcn = p->conf.dcqcn;
+	dc.delay_target_ns = p->conf.delay_target_ns;
+	dc.delay_ai_mbps = p->conf.delay_ai_mbps;
 	dc.selective_repeat = p->conf.selective_repeat;
 	dc.sr_window = p->conf.sr_window;
 	p->dev = droce_dev_create(&dc);

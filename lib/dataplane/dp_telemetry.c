@@ -65,6 +65,7 @@ add_tp_stats(struct rte_tel_data *d, const struct droce_tp_stats *st)
 	rte_tel_data_add_dict_u64(d, "roce_adp_retrans",
 		st->timeouts - st->timeouts_charged);
 	rte_tel_data_add_dict_u64(d, "roce_adp_retrans_to", st->timeouts);
+	rte_tel_data_add_dict_u64(d, "roce_slow_restart", st->slow_restart);
 	rte_tel_data_add_dict_u64(d, "np_ecn_marked_roce_packets",
 		st->np_ecn_marked);
 	for (i = 1; i < DROCE_WIRE_ERR_COUNT; i++)

@@ -46,6 +46,11 @@ struct droce_fault_conf {
 	uint32_t corrupt_ppm;
 	uint32_t delay_ppm;
 	uint32_t delay_us;
+	/** RoCE frames marked CE (congestion experienced) as a congested
+	 *  switch would mark them, whatever ECN codepoint they carried,
+	 *  the IPv4 header checksum fixed: the notification point and what
+	 *  a peer does with CNPs can be tested on any link */
+	uint32_t ce_ppm;
 	uint64_t seed;
 	/** Faults only in the first `frames` RDMA frames, then none (0: no
 	 * end). For programs whose teardown cannot survive loss: a peer that
@@ -137,6 +142,10 @@ struct droce_port_conf {
 	uint32_t line_rate_mbps;
 	uint8_t dcqcn_set;
 	struct droce_dcqcn_params dcqcn;
+	/** DROCE_CC_DELAY's target queueing delay (ns) and additive
+	 *  increase (Mbit/s per round trip); 0: the defaults */
+	uint32_t delay_target_ns;
+	uint32_t delay_ai_mbps;
 };
 
 #define DROCE_OFFLOAD_AUTO	0
@@ -319,6 +328,7 @@ int droce_port_add_neighbor(struct droce_port *port, const uint8_t gid[16],
 /** What fault injection did on a port so far. */
 struct droce_fault_stats {
 	uint64_t dropped, duplicated, reordered, corrupted, delayed;
+	uint64_t ce_marked;
 };
 void droce_port_fault_stats(struct droce_port *port, struct droce_fault_stats *rx,
 		struct droce_fault_stats *tx);

@@ -56,10 +56,13 @@ struct droce_conf {
 	int no_ecn;		/**< DROCE_ECN=0 */
 	uint32_t np_gap_ns;	/**< DROCE_NP_MIN_TIME_BETWEEN_CNPS, 0: default */
 	uint8_t np_cnp_dscp;	/**< DROCE_NP_CNP_DSCP, 0: default */
+	uint32_t fault_ce_ppm;	/**< DROCE_FAULT_CE */
 	uint8_t cc;		/**< DROCE_CC: enum droce_cc_mode */
 	uint32_t line_rate_mbps;	/**< DROCE_CC_LINE_RATE, 0: the link's */
 	uint8_t dcqcn_set;	/**< some DROCE_RP_ key was set */
 	struct droce_dcqcn_params dcqcn;	/**< DROCE_RP_*, else defaults */
+	uint32_t delay_target_ns;	/**< DROCE_CC_DELAY_TARGET_US */
+	uint32_t delay_ai_mbps;		/**< DROCE_CC_DELAY_AI */
 	uint32_t ipv4;		/**< host order, 0: none */
 	uint32_t mtu;
 	uint8_t mac[6];

@@ -113,6 +113,9 @@ enum droce_sr_mode {
 enum droce_cc_mode {
 	DROCE_CC_DCQCN = 0,	/**< DCQCN's reaction point (doc/congestion.md) */
 	DROCE_CC_NONE = 1,	/**< CNPs counted (rp_cnp_ignored), not acted on */
+	/** zero-touch: the rate follows the queueing delay the requester
+	 *  measures (tp_delay.c); CNPs counted, not acted on */
+	DROCE_CC_DELAY = 2,
 };
 
 /**
@@ -190,6 +193,11 @@ struct droce_dev_conf {
 	/** DCQCN's parameters when dcqcn_set, else ConnectX's defaults */
 	uint8_t dcqcn_set;
 	struct droce_dcqcn_params dcqcn;
+	/** DROCE_CC_DELAY: the queueing delay aimed at (0: 10000 ns) and
+	 *  the additive increase per round trip (0: a thousandth of the
+	 *  line rate) */
+	uint32_t delay_target_ns;
+	uint32_t delay_ai_mbps;
 };
 
 /** Creates a device. NULL and errno on failure. */
@@ -774,6 +782,9 @@ struct droce_tp_stats {
 	 *  (np_ecn_marked_roce_packets), CNPs sent (np_cnp_sent), CNPs
 	 *  acted on (rp_cnp_handled) and not (rp_cnp_ignored) */
 	uint64_t np_ecn_marked, np_cnp_sent, rp_cnp_handled, rp_cnp_ignored;
+	/** Retransmission timeouts that cut the rate as a CNP would
+	 *  (mlx5's roce_slow_restart) */
+	uint64_t slow_restart;
 };
 
 /** A QP's congestion control now (telemetry's per-QP rate). */
@@ -783,6 +794,7 @@ struct droce_qp_cc {
 	uint64_t rate_mbps;	/**< current rate (line rate when not limited) */
 	uint64_t target_mbps;
 	uint32_t alpha;		/**< of 1024 */
+	uint64_t cuts;		/**< rate cuts since the QP was created */
 };
 void droce_qp_cc(const struct droce_qp *qp, struct droce_qp_cc *cc);
 /** The same by QPN (the owner lock held, as droce_dev_qp_stats). */

@@ -7,7 +7,8 @@
  * (its parameters and their meaning: doc/congestion.md). A flow runs at
  * the line rate, unlimited and at no cost, until a CNP comes. Then:
  *
- * - a cut: target = current (when clamped), current *= 1 - alpha/2, at
+ * - a cut: target = current (when the rate rose since the last cut, or
+ *   with clamp_tgt_rate), current *= 1 - alpha/2, at
  *   most one per rate_reduce_monitor_period, never below min_dec_fac of
  *   what it was nor below min_rate;
  * - alpha, the estimate of how congested the path is, moves every
@@ -29,7 +30,12 @@
 #define MBPS 1000000ull
 /* caught-up periods beyond these change nothing more: alpha is 0, or
  * the rate is back */
-#define ALPHA_CATCHUP_MAX 2048
+#define ALPHA_CATCHUP_MAX 4096
+/* alpha is kept to 1/2^20: in 1/1024 a small alpha decays to 0 in a few
+ * periods (5 x 1019/1024 rounds down to 4), and a CNP every few periods
+ * would then cut nothing */
+#define ALPHA_SHIFT 20
+#define ALPHA_ONE (1ull << ALPHA_SHIFT)
 #define TIMER_CATCHUP_MAX 4096
 
 void
@@ -119,8 +125,8 @@ tp_dcqcn_advance(struct tp_dcqcn *s, const struct tp_dcqcn_conf *c,
 		n = (now - s->alpha_at) / c->alpha_period_ns;
 		s->alpha_at += n * c->alpha_period_ns;
 		s->alpha = (uint32_t)(((uint64_t)c->g * s->alpha +
-			(s->cnp_in_period ? (1024ull - c->g) * 1024 : 0)) /
-			1024);
+			(s->cnp_in_period ? (1024ull - c->g) * ALPHA_ONE :
+			0)) / 1024);
 		s->cnp_in_period = 0;
 		for (i = 1; i < n && i < ALPHA_CATCHUP_MAX && s->alpha; i++)
 			s->alpha = (uint32_t)((uint64_t)c->g * s->alpha / 1024);
@@ -165,7 +171,7 @@ tp_dcqcn_cnp(struct tp_dcqcn *s, const struct tp_dcqcn_conf *c, uint64_t now)
 		s->limited = 1;
 		s->rc = c->first_bps;
 		s->rt = c->line_bps;
-		s->alpha = c->initial_alpha;
+		s->alpha = c->initial_alpha << (ALPHA_SHIFT - 10);
 		s->alpha_at = now;
 		s->cnp_in_period = 0;
 	} else {
@@ -174,10 +180,14 @@ tp_dcqcn_cnp(struct tp_dcqcn *s, const struct tp_dcqcn_conf *c, uint64_t now)
 		if (now - s->cut_at < c->monitor_ns)
 			return;		/* one cut per monitor period */
 	}
-	if (c->clamp || (c->clamp_ati && s->timer_inc))
+	/* ConnectX: the target follows the current rate at a cut when the
+	 * rate rose since the last one (by the byte counter; by the timer
+	 * too with clamp_ati), or always with clamp; cuts in a row keep
+	 * the target where the first of them left it */
+	if (c->clamp || s->bc_stage || (c->clamp_ati && s->timer_inc))
 		s->rt = s->rc;
-	dec = (s->rc >> c->gd) * s->alpha +
-		(((s->rc & ((1ull << c->gd) - 1)) * s->alpha) >> c->gd);
+	/* rc * alpha / 2^gd, alpha of 1024: rc < 2^40 (1 Tbit/s) */
+	dec = (s->rc * s->alpha) >> (c->gd + ALPHA_SHIFT - 10);
 	keep = s->rc / 100 * c->min_dec_fac;
 	s->rc = s->rc - dec < keep ? keep : s->rc - dec;
 	if (s->rc < c->min_bps)

@@ -21,13 +21,16 @@ struct tp_dcqcn {
 	uint8_t cnp_in_period;	/* a CNP since alpha's last update */
 	uint8_t timer_inc;	/* an increase by timer since the last cut */
 	uint64_t rc, rt;	/* current and target rate, bit/s */
-	uint32_t alpha;		/* of 1024 */
+	uint32_t alpha;		/* of 2^20 (tp_dcqcn.c) */
 	uint32_t t_stage, bc_stage;	/* increase events since the cut */
 	uint64_t alpha_at;	/* alpha's period began */
 	uint64_t timer_at;	/* the rate-increase timer's period began */
 	uint64_t cut_at;	/* the last cut (0: none yet) */
 	uint64_t bytes;		/* sent since the last byte-counter event */
 	uint64_t cnps, cuts;	/* CNPs seen, rate cuts made */
+	/* the delay-based controller (tp_delay.c) drives limited, rc and
+	 * cuts the same way, and keeps when it last moved the rate */
+	uint64_t dl_inc_at, dl_dec_at;
 };
 
 /* The parameters in the units the machine works in. */
@@ -51,6 +54,20 @@ void tp_dcqcn_sent(struct tp_dcqcn *s, const struct tp_dcqcn_conf *c,
 		uint64_t bytes, uint64_t now);
 /* Alpha's and the rate-increase timer's periods up to now. */
 void tp_dcqcn_advance(struct tp_dcqcn *s, const struct tp_dcqcn_conf *c,
+		uint64_t now);
+
+/* The delay-based controller (tp_delay.c): its parameters, a round
+ * trip measured (rtt) against the shortest seen (base), a loss. */
+struct tp_delay_conf {
+	uint64_t line_bps, min_bps, ai_bps, target_ns;
+	uint32_t beta_1024, max_mdf_1024;
+};
+
+void tp_delay_conf(struct tp_delay_conf *c, uint64_t line_mbps,
+		uint32_t target_ns, uint32_t ai_mbps);
+void tp_delay_rtt(struct tp_dcqcn *s, const struct tp_delay_conf *c,
+		uint64_t rtt, uint64_t base, uint64_t now);
+void tp_delay_loss(struct tp_dcqcn *s, const struct tp_delay_conf *c,
 		uint64_t now);
 
 #endif

@@ -96,6 +96,8 @@ droce_dev_create(const struct droce_dev_conf *conf)
 	if (dev->conf.line_rate_mbps == 0)
 		dev->conf.line_rate_mbps = 100000;
 	tp_dcqcn_conf(&dev->dcqcn, &dev->conf.dcqcn, dev->conf.line_rate_mbps);
+	tp_delay_conf(&dev->delay, dev->conf.line_rate_mbps,
+		dev->conf.delay_target_ns, dev->conf.delay_ai_mbps);
 	droce_dev_default_limits(&dev->lim);
 	if (conf->limits.max_qp)
 		dev->lim = conf->limits;
@@ -386,7 +388,8 @@ droce_qp_cc(const struct droce_qp *qp, struct droce_qp_cc *cc)
 	cc->limited = qp->cc.limited;
 	cc->rate_mbps = (qp->cc.limited ? qp->cc.rc : line) / 1000000;
 	cc->target_mbps = (qp->cc.limited ? qp->cc.rt : line) / 1000000;
-	cc->alpha = qp->cc.limited ? qp->cc.alpha : 0;
+	cc->alpha = qp->cc.limited ? qp->cc.alpha >> 10 : 0;
+	cc->cuts = qp->cc.cuts;
 }
 
 void droce_qp_set_user(struct droce_qp *qp, void *user) { qp->user = user; }

@@ -402,6 +402,8 @@ struct droce_qp {
 	 * may leave at cc_next_tx while cc.limited */
 	struct tp_dcqcn cc;
 	uint64_t cc_next_tx;
+	uint64_t cc_last_tx;	/* the last frame paced left then, */
+	uint32_t cc_last_len;	/* this long */
 
 	/* responder */
 	struct tp_rq rq;
@@ -639,6 +641,7 @@ struct droce_tp_queue {
 struct droce_dev {
 	struct droce_dev_conf conf;
 	struct tp_dcqcn_conf dcqcn;	/* conf's, in the machine's units */
+	struct tp_delay_conf delay;
 	struct droce_dev_limits lim;
 	pthread_mutex_t lock;
 	struct tp_key *keys;	/* MR/MW by key index */
@@ -829,11 +832,21 @@ void tp_cc_rx_cnp(struct droce_tp_queue *q, const struct droce_pkt *pkt);
 /* len bytes of qp's left: the byte counter, and when the next may go */
 void tp_cc_tx(struct droce_qp *qp, uint32_t len);
 
+int tp_cc_wait_slow(struct droce_qp *qp);
+uint64_t tp_cc_deadline(const struct droce_qp *qp);
+/* the delay-based controller's window is full: nothing new leaves */
+int tp_cc_window_full(const struct droce_qp *qp);
+/* the retransmission timer fired: the rate is cut as for a CNP */
+void tp_cc_timeout(struct droce_qp *qp);
+/* a round trip measured (tp_rto.c): the delay-based controller's input */
+void tp_cc_rtt(struct droce_qp *qp, uint64_t rtt, uint64_t now);
+
 /* qp is paced and its next frame is not due yet */
 static inline int
-tp_cc_wait(const struct droce_qp *qp)
+tp_cc_wait(struct droce_qp *qp)
 {
-	return qp->cc.limited && qp->queue->now < qp->cc_next_tx;
+	return qp->cc.limited && qp->queue->now < qp->cc_next_tx &&
+		tp_cc_wait_slow(qp);
 }
 
 /* tp_sr.c: selective repeat */

@@ -271,7 +271,8 @@ droce_tp_queue_busy(const struct droce_tp_queue *q)
 		if ((qp->state == IBV_QPS_RTS || qp->state == IBV_QPS_SQD) &&
 				(qp->sq.cur != qp->sq.head || qp->sr_nneed ||
 				qp->rr_pending) && !qp->rnr_deadline &&
-				!tp_cc_wait(qp))
+				!(qp->cc.limited &&
+				q->now < qp->cc_next_tx))
 			return true;
 	}
 	return false;
@@ -297,10 +298,10 @@ droce_tp_next_deadline(const struct droce_tp_queue *q)
 		if (qp->ack_pending && qp->ack_hold && qp->ack_hold < t)
 			t = qp->ack_hold;
 		/* paced, with something to send when due */
-		if (qp->cc.limited && qp->cc_next_tx < t &&
+		if (qp->cc.limited && tp_cc_deadline(qp) < t &&
 				(qp->sq.cur != qp->sq.head || qp->sr_nneed ||
 				qp->rr_pending || qp->res_pending))
-			t = qp->cc_next_tx;
+			t = tp_cc_deadline(qp);
 	}
 	return t;
 }

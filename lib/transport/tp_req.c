@@ -216,8 +216,11 @@ tx_req(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
 					(f & TP_WRF_RWR))
 				p.se = 1;
 		}
+		/* paced (tp_cc.c), each packet asks: the next may leave
+		 * much later, and an ACK held for it would stretch the
+		 * round trip measured (and the timers) by the pacing */
 		if (qp->type == IBV_QPT_RC)
-			p.ackreq = last || resend ||
+			p.ackreq = last || resend || qp->cc.limited ||
 				++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
 	} else if (f & TP_WRF_READ) {
 		p.opcode = wi->pkt[TP_SEG_ONLY];
@@ -450,6 +453,9 @@ tp_req_progress(struct droce_qp *qp)
 			if (droce_psn_diff(qp->psn, qp->una) >= (qp->sr ?
 					(int32_t)qp->sr_win : TP_MAX_UNACKED_PSNS))
 				break;
+			if (qp->dev->conf.cc == DROCE_CC_DELAY &&
+					tp_cc_window_full(qp))
+				break;
 		}
 		/*
 		 * Local checks once, before the first packet, for a message
@@ -579,6 +585,7 @@ tp_req_timers(struct droce_qp *qp, uint64_t now)
 			return;
 		}
 		qp->st.timeouts++;
+		tp_cc_timeout(qp);
 		/* an early timeout (tp_rto.c) resends without charging
 		 * the retry budget */
 		if (tp_rto_expired(qp, now)) {

@@ -34,8 +34,13 @@ tp_rto_ns(const struct droce_qp *qp)
 {
 	uint64_t ceil = droce_ack_timeout_ns(qp->timeout), rto;
 
+	/* nothing measured yet: the local ACK timeout, but a droce peer
+	 * (selective repeat) answers within the floor, and a window lost
+	 * whole before the first sample (an incast's first burst) must not
+	 * wait the ceiling out */
 	if (qp->srtt_ns == 0)
-		return ceil;	/* nothing measured yet */
+		return qp->sr && rto_floor(qp) < ceil ?
+			rto_floor(qp) << qp->rto_backoff : ceil;
 	rto = qp->srtt_ns + 4 * qp->rttvar_ns;
 	if (rto < rto_floor(qp))
 		rto = rto_floor(qp);
@@ -88,6 +93,7 @@ tp_rto_progress(struct droce_qp *qp, uint32_t new_una, uint64_t now)
 		qp->rttvar_ns = (3 * qp->rttvar_ns + d) / 4;
 		qp->srtt_ns = (7 * qp->srtt_ns + r) / 8;
 	}
+	tp_cc_rtt(qp, now - qp->rtt_sent, now);
 }
 
 /* Something is resent: the PSN being timed may come back twice. */
@@ -130,7 +136,13 @@ tp_rto_rtt_ns(const struct droce_qp *qp)
 uint64_t
 tp_rto_reask_ns(const struct droce_qp *qp)
 {
-	uint64_t t = 3 * qp->rtt_min_ns, r = tp_rto_rtt_ns(qp);
+	uint64_t t = 3 * qp->rtt_min_ns, r;
 
+	/* nothing measured (a window lost whole, resent ever since: no
+	 * PSN was sent once to time): the floor, not the timer's backoff,
+	 * or each hole a SACK shows would wait out seconds */
+	if (qp->srtt_ns == 0)
+		return rto_floor(qp);
+	r = tp_rto_rtt_ns(qp);
 	return qp->rtt_min_ns && t < r ? t : r;
 }

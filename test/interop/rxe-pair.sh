@@ -13,6 +13,9 @@
 #
 # Options: --loss PPM     droce drops PPM/1e6 of the frames it receives and
 #                         of those it sends (its fault injection)
+#          --ce PPM       droce marks PPM/1e6 of the RoCE frames it receives
+#                         CE, as a congested switch would: it sends CNPs
+#                         to rxe's QPs, which must take no harm from them
 #          --loss-frames N  only in the first N RoCE frames each way (for
 #                         programs whose last exchange cannot survive
 #                         loss: ibv_rc_pingpong, doc/interop.md)
@@ -39,6 +42,7 @@
 set -uo pipefail
 run=$1; pcaptool=$2; role=$3; shift 3
 loss=0
+ce=0
 loss_frames=0
 cm=0
 client_extra=""
@@ -48,6 +52,7 @@ expects=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--loss) loss=$2; shift 2 ;;
+	--ce) ce=$2; shift 2 ;;
 	--loss-frames) loss_frames=$2; shift 2 ;;
 	--expect) expects+=("$2"); shift 2 ;;
 	--tag) tag=$2; shift 2 ;;
@@ -130,6 +135,7 @@ done
 # qdisc_bypass=0: frames droce sends must pass the packet taps (capture)
 droce_env=("DROCE_DEVARGS=net_af_packet0,iface=$tap,framecnt=4096,qpairs=1,qdisc_bypass=0"
 	"DROCE_IPV4=$droce_ip" "DROCE_MAC=$droce_mac" DROCE_MTU=1500 DROCE_DEBUG=1)
+[ "$ce" -gt 0 ] && droce_env+=("DROCE_FAULT_CE=$ce")
 if [ "$loss" -gt 0 ]; then
 	droce_env+=("DROCE_FAULT=$loss,0,0,0,$loss_frames"
 		"DROCE_FAULT_TX=$loss,0,0,0,$loss_frames")

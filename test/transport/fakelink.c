@@ -179,8 +179,8 @@ wire_time(struct fakelink *l, int dir, const struct fl_frame *f)
  * ECN field to CE, the IPv4 header checksum updated (the ICRC leaves the
  * field out). 1 if marked; Not-ECT frames are left alone.
  */
-static int
-mark_ce(uint8_t *f, uint32_t len)
+int
+fl_mark_ce(uint8_t *f, uint32_t len)
 {
 	uint32_t l3 = 14, s;
 	uint16_t et;
@@ -263,7 +263,7 @@ fl_send(struct fakelink *l, int dir, struct fl_frame *f)
 		due += 1000 + fl_rand(l) % 30000;
 		c->reordered++;
 	}
-	if (fa->ce_ppm && chance(l, fa->ce_ppm) && mark_ce(f->data, f->len))
+	if (fa->ce_ppm && chance(l, fa->ce_ppm) && fl_mark_ce(f->data, f->len))
 		c->ce_marked++;
 	insert(l, dir, f, due);
 }
@@ -586,13 +586,13 @@ fl_av_to(struct fakelink *l, int from, struct droce_av *av)
 	av->hop_limit = 64;
 }
 
-static int
-qp_up(struct fakelink *l, int side, struct droce_qp *qp, uint32_t dqpn,
+int
+fl_qp_up(struct droce_qp *qp, const struct droce_av *to, uint32_t dqpn,
 		uint32_t rq_psn, uint32_t sq_psn, const struct fl_qp_opts *o)
 {
 	struct ibv_qp_attr a;
 	struct ibv_qp_init_attr init;
-	struct droce_av av;
+	struct droce_av av = *to;
 	int rc, mask;
 
 	droce_qp_query(qp, &a, 0, &init);
@@ -610,7 +610,6 @@ qp_up(struct fakelink *l, int side, struct droce_qp *qp, uint32_t dqpn,
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	mask = IBV_QP_STATE;
-	fl_av_to(l, side, &av);
 	av.tclass = o->tclass;
 	if (init.qp_type != IBV_QPT_UD) {
 		a.path_mtu = o->mtu;
@@ -653,10 +652,13 @@ fl_connect(struct fakelink *l, struct droce_qp *a, struct droce_qp *b,
 	/* PSNs near the 24-bit wrap, to exercise it in every test */
 	uint32_t pa = (uint32_t)(0xffff00 + fl_rand(l) % 0x100);
 	uint32_t pb = (uint32_t)(fl_rand(l) & 0xffffff);
+	struct droce_av av;
 	int rc;
 
-	rc = qp_up(l, 0, a, droce_qp_num(b), pb, pa, o);
+	fl_av_to(l, 0, &av);
+	rc = fl_qp_up(a, &av, droce_qp_num(b), pb, pa, o);
+	fl_av_to(l, 1, &av);
 	if (rc == 0)
-		rc = qp_up(l, 1, b, droce_qp_num(a), pa, pb, o);
+		rc = fl_qp_up(b, &av, droce_qp_num(a), pa, pb, o);
 	return rc;
 }

@@ -136,6 +136,12 @@ int fl_connect(struct fakelink *l, struct droce_qp *a, struct droce_qp *b,
 		const struct fl_qp_opts *o);
 /* The AV to reach side's peer. */
 void fl_av_to(struct fakelink *l, int from_side, struct droce_av *av);
+/* One QP through INIT/RTR/RTS toward av's host, its QP dqpn. */
+int fl_qp_up(struct droce_qp *qp, const struct droce_av *av, uint32_t dqpn,
+		uint32_t rq_psn, uint32_t sq_psn, const struct fl_qp_opts *o);
+/* What a congested switch does to an ECN-capable frame: CE, the IPv4
+ * checksum updated; 1 if marked (Not-ECT frames are left alone). */
+int fl_mark_ce(uint8_t *f, uint32_t len);
 
 uint64_t fl_rand(struct fakelink *l);
 

@@ -69,7 +69,8 @@ test_first_cut_and_monitor(void)
 
 	setup(G25);
 	tp_dcqcn_cnp(&s, &C, 100 * US);
-	CHECK(s.limited && s.alpha == 1023, "limited, alpha %u", s.alpha);
+	CHECK(s.limited && s.alpha >> 10 == 1023, "limited, alpha %u",
+		s.alpha >> 10);
 	CHECK(fabs(ratio(s.rc, G25 * 1000000) - (1 - 1023.0 / 2048)) < 1e-6,
 		"cut to %.4f of the line", ratio(s.rc, G25 * 1000000));
 	CHECK_EQ(s.rt, G25 * 1000000, "target stays the line (not clamped)");
@@ -81,7 +82,8 @@ test_first_cut_and_monitor(void)
 	tp_dcqcn_cnp(&s, &C, 104 * US);
 	CHECK(s.cuts == 2 && s.rc < rc, "a cut 4 us after the last");
 	/* alpha: CNPs in each period since the first stay near 1 */
-	CHECK(s.alpha >= 1000, "alpha near 1 under CNPs: %u", s.alpha);
+	CHECK(s.alpha >> 10 >= 1000, "alpha near 1 under CNPs: %u",
+		s.alpha >> 10);
 }
 
 /* The bounds of a cut: min_dec_fac and min_rate. */
@@ -111,26 +113,35 @@ test_cut_bounds(void)
 	CHECK_EQ(s.rc, 500000000ull, "rate_to_set_on_first_cnp, then cut");
 }
 
-/* Alpha falls by g each quiet period, caught up when next looked at. */
+/* Alpha falls by g each quiet period, caught up when next looked at, and
+ * keeps its precision: a small alpha does not round down to nothing. */
 static void
 test_alpha_decay(void)
 {
 	struct tp_dcqcn s = { 0 };
-	double a = 1023;
+	double a = 1023.0 / 1024, got;
 	int i;
 
 	setup(G25);
 	tp_dcqcn_cnp(&s, &C, 0);
-	/* the first period had no further CNP: all 100 decay */
 	for (i = 0; i < 100; i++)
-		a = floor(a * 1019 / 1024);
+		a *= 1019.0 / 1024;
 	tp_dcqcn_advance(&s, &C, 100 * US + 500);
-	CHECK(s.alpha == (uint32_t)a, "alpha after 100 quiet us: %u (%.0f)",
-		s.alpha, a);
+	got = s.alpha / 1048576.0;
+	CHECK(fabs(got - a) < 1e-4, "alpha after 100 quiet us: %.5f (%.5f)",
+		got, a);
 	tp_dcqcn_cnp(&s, &C, 100 * US + 700);
 	tp_dcqcn_advance(&s, &C, 101 * US);
-	CHECK(s.alpha == (uint32_t)floor((a * 1019 + 5 * 1024) / 1024),
-		"a CNP in the period: alpha rises by g: %u", s.alpha);
+	a = a * 1019 / 1024 + 5.0 / 1024;
+	got = s.alpha / 1048576.0;
+	CHECK(fabs(got - a) < 1e-4, "a CNP in the period: alpha rises by g: "
+		"%.5f (%.5f)", got, a);
+	/* 2 ms quiet: 0.6%% of what it was, still there */
+	tp_dcqcn_advance(&s, &C, 1100 * US);
+	got = s.alpha / 1048576.0;
+	a *= pow(1019.0 / 1024, 999);
+	CHECK(s.alpha > 0 && fabs(got - a) < 1e-4, "alpha after 1 ms: %.6f "
+		"(%.6f)", got, a);
 }
 
 /* Increases: additive by byte counter, the timer's stages, hyper. */
@@ -212,8 +223,8 @@ ref_advance(struct ref *r, double now, double line)
 	if (!r->limited)
 		return;
 	while (now - r->alpha_at >= 1000) {
-		r->alpha = floor((1019 * r->alpha +
-			(r->cnp_in ? 5 * 1024 : 0)) / 1024);
+		r->alpha = (1019 * r->alpha + (r->cnp_in ? 5 * 1024 : 0)) /
+			1024;
 		r->cnp_in = 0;
 		r->alpha_at += 1000;
 	}
@@ -243,7 +254,7 @@ ref_cnp(struct ref *r, double now, double line)
 		if (now - r->cut_at < 4000)
 			return;
 	}
-	if (r->timer_inc)
+	if (r->timer_inc || r->bc)
 		r->rt = r->rc;
 	rc = r->rc * (1 - r->alpha / 2048);
 	r->rc = rc < r->rc / 2 ? r->rc / 2 : rc;
@@ -308,7 +319,7 @@ test_against_reference(void)
 		}
 		t += (uint64_t)(4096 * 8 * 1e9 / rate) + 1;
 	}
-	CHECK(bad == 0 && worst < 1e-3, "%u frames: rate within %.5f%% of "
+	CHECK(bad == 0 && worst < 5e-3, "%u frames: rate within %.5f%% of "
 		"the reference (%u times limited differently)", frames,
 		worst * 100, bad);
 	CHECK(s.cuts > 10 && !s.limited, "%" PRIu64 " cuts, back at the "

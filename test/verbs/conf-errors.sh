@@ -54,7 +54,7 @@ refused "${base[@]}" DROCE_NP_CNP_DSCP=64 -- '^droce: DROCE_NP_CNP_DSCP=64: want
 refused "${base[@]}" DROCE_NP_MIN_TIME_BETWEEN_CNPS=4us -- '^droce: DROCE_NP_MIN_TIME_BETWEEN_CNPS=4us: want a number'
 refused "${base[@]}" DROCE_SELECTIVE_REPEAT=yes -- \
 	'^droce: DROCE_SELECTIVE_REPEAT=yes: want 0 or 1 or cm'
-refused "${base[@]}" DROCE_CC=dctcp -- '^droce: DROCE_CC=dctcp: want dcqcn or none'
+refused "${base[@]}" DROCE_CC=dctcp -- '^droce: DROCE_CC=dctcp: want dcqcn or delay or none'
 refused "${base[@]}" DROCE_RP_MIN_DEC_FAC=0 -- '^droce: DROCE_RP_MIN_DEC_FAC=0: want a number from 1'
 refused "${base[@]}" DROCE_RP_AI_RATE=5M -- '^droce: DROCE_RP_AI_RATE=5M: want a number'
 refused "${base[@]}" DROCE_CC_LINE_RATE=0 -- '^droce: DROCE_CC_LINE_RATE=0: want a number from 1'
