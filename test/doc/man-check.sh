@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # man-check.sh BUILD SRC: the programs' help and man pages (issue 24, "the
 # first five minutes"), and what `meson install` puts where.
-# - droce-run, droced and droce-perf answer --help on stdout, exit 0, and
-#   each help names every key the program's key set holds;
-# - droce-perf(1) names every option droce-perf --help lists;
+# - droce-run, droced, droce-perf and droce-switch answer --help on
+#   stdout, exit 0, and each help names every key the program's key set
+#   holds;
+# - droce-perf(1) and droce-switch(1) name every option their --help lists;
 # - each page renders with groff without a warning;
 # - an install into a scratch DESTDIR has the programs, the drop-in
 #   libraries in libdir/droce (not over the system's rdma-core), the man
@@ -19,7 +20,8 @@ trap 'rm -rf "$work"' EXIT
 droced=$build/app/droced
 env -u LD_LIBRARY_PATH "$droced" --keys=all > "$work/keys" || bad "droced --keys=all"
 grep -q '^  DROCE_DEVARGS=' "$work/keys" || bad "droced --keys=all lists no DROCE_DEVARGS"
-for p in "$build/app/droce-run" "$droced" "$build/app/droce-perf"; do
+for p in "$build/app/droce-run" "$droced" "$build/app/droce-perf" \
+		"$build/app/droce-switch"; do
 	name=$(basename "$p")
 	env -u LD_LIBRARY_PATH "$p" --help > "$work/$name.help" 2> "$work/$name.err"
 	rc=$?
@@ -49,10 +51,15 @@ grep -o -- '--[a-z0-9-]*' "$work/droce-perf.help" | sort -u | while read -r o; d
 	grep -q -- "$o\b" "$work/perf.page" || echo "$o"
 done > "$work/missing"
 [ -s "$work/missing" ] && bad "droce-perf.1 lacks $(tr '\n' ' ' < "$work/missing")"
+sed 's/\\-/-/g' "$src/doc/man/droce-switch.1" > "$work/switch.page"
+grep -o -- '--[a-z0-9-]*' "$work/droce-switch.help" | sort -u | while read -r o; do
+	grep -q -- "$o\b" "$work/switch.page" || echo "$o"
+done > "$work/missing"
+[ -s "$work/missing" ] && bad "droce-switch.1 lacks $(tr '\n' ' ' < "$work/missing")"
 
 if command -v groff >/dev/null; then
 	for page in "$build/doc/man/droce-run.1" "$build/doc/man/droced.1" \
-			"$src/doc/man/droce-perf.1"; do
+			"$src/doc/man/droce-perf.1" "$src/doc/man/droce-switch.1"; do
 		groff -man -ww -z -Tutf8 "$page" 2> "$work/groff.err"
 		[ -s "$work/groff.err" ] && bad "$(basename "$page"): $(head -3 "$work/groff.err")"
 	done
@@ -70,6 +77,7 @@ case "$libdir" in /*) ;; *) libdir=$pfx/$libdir ;; esac
 case "$bindir" in /*) ;; *) bindir=$pfx/$bindir ;; esac
 case "$mandir" in /*) ;; *) mandir=$pfx/$mandir ;; esac
 for f in "$bindir/droced" "$bindir/droce-run" "$bindir/droce-perf" \
+		"$bindir/droce-switch" "$mandir/man1/droce-switch.1" \
 		"$libdir/droce/libibverbs.so.1" "$libdir/droce/librdmacm.so.1" \
 		"$libdir/droce/libmlx5.so.1" "$libdir/droce/libefa.so.1" \
 		"$mandir/man1/droce-run.1" "$mandir/man1/droced.1" "$mandir/man1/droce-perf.1"; do
