@@ -27,6 +27,7 @@
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 
+#include "droce_conf.h"
 #include "perf.h"
 
 static const char *const op_names[OP_NB] = {
@@ -292,7 +293,9 @@ usage(FILE *f)
 "  --cc dcqcn|none     congestion control: a QP that receives a CNP is\n"
 "                      paced at DCQCN's rate (dcqcn), or not (none)\n"
 "  --line-rate MBPS    the rate DCQCN starts from (the link's, else\n"
-"                      100000)\n"
+"                      100000); DCQCN's parameters and the other\n"
+"                      congestion keys from the environment (DROCE_RP_*,\n"
+"                      DROCE_NP_*, DROCE_CC=delay: doc/congestion.md)\n"
 "  -h, --help          this text\n"
 "See droce-perf(1) and doc/perf.md.\n");
 }
@@ -562,6 +565,36 @@ max_send_size(void)
 	return m;
 }
 
+/*
+ * Congestion control's keys from the environment, as the library reads
+ * them (doc/congestion.md): DROCE_RP_*, DROCE_NP_MIN_TIME_BETWEEN_CNPS,
+ * DROCE_CC_DELAY_*, DROCE_CC=delay; the options above take precedence
+ * for --cc none and --line-rate. A malformed key stops droce-perf.
+ */
+static void
+cc_conf_env(struct droce_port_conf *pc)
+{
+	static char err[256];
+	struct droce_conf c;
+
+	if (droce_conf_check(err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s\n", err);
+		exit(2);
+	}
+	droce_conf_load(&c);
+	pc->dcqcn_set = c.dcqcn_set;
+	pc->dcqcn = c.dcqcn;
+	pc->np_min_time_between_cnps_ns = c.np_gap_ns;
+	pc->np_cnp_dscp = c.np_cnp_dscp;
+	pc->no_ecn = (uint8_t)c.no_ecn;
+	pc->delay_target_ns = c.delay_target_ns;
+	pc->delay_ai_mbps = c.delay_ai_mbps;
+	if (!opt.cc_none && c.cc == DROCE_CC_DELAY)
+		pc->cc = DROCE_CC_DELAY;
+	if (!opt.line_rate)
+		pc->line_rate_mbps = c.line_rate_mbps;
+}
+
 static int
 setup(void)
 {
@@ -581,6 +614,7 @@ setup(void)
 	pc.sr_window = opt.sr_window;
 	pc.cc = opt.cc_none ? DROCE_CC_NONE : DROCE_CC_DCQCN;
 	pc.line_rate_mbps = opt.line_rate;
+	cc_conf_env(&pc);
 	pc.mode = DROCE_PROGRESS_INLINE;
 	inet_pton(AF_INET, opt.ip, &a);
 	pc.ipv4 = ntohl(a.s_addr);
