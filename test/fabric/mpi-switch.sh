@@ -7,18 +7,21 @@
 # port of droce-switch, the switch's ports drained at 2 Gbit/s with ECN
 # marking (so DCQCN's notification and reaction points run under the
 # job). UCX is restricted to droce's device (UCX_TLS=TLS, rc_verbs by
-# default): no shared memory or TCP to fall back on. Passes when mpirun
-# exits 0 and every rank reports ok; prints what the switch and the
-# hosts' congestion control did.
+# default, ud_verbs to wire it up): no shared memory or TCP to fall
+# back on. Passes when mpirun exits 0, every rank reports ok and the
+# switch carried the job's frames; prints what the switch did.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-sw=$1 run=$2 ranks_py=$3 tls=${4:-rc_verbs}
+sw=$1 run=$2 ranks_py=$3 tls=${4:-rc_verbs,ud_verbs:aux}
 command -v mpirun >/dev/null || { echo "no mpirun (openmpi-bin): skip"; exit 77; }
 /usr/bin/python3 -c 'import mpi4py' 2>/dev/null ||
 	{ echo "no mpi4py (python3-mpi4py): skip"; exit 77; }
 [ -d /dev/infiniband ] || mkdir -p /dev/infiniband 2>/dev/null ||
 	{ echo "no /dev/infiniband and cannot make it: skip"; exit 77; }
 . "$here/fabric-lib.sh"
+# droce-run puts droce's drop-in on the ranks' path; the switch (a DPDK
+# primary loading its PMDs) and mpirun need the system's libraries
+unset LD_LIBRARY_PATH
 mpid=
 cleanup() {
 	[ -n "$mpid" ] && kill -- -"$mpid" 2>/dev/null
@@ -57,6 +60,9 @@ echo "----- droce-switch (exit $src)"
 grep -v -e '^EAL' -e '^TELEMETRY' "$fab_work/switch.log" | tail -20
 fail=0
 [ $rc -eq 0 ] || { echo "FAIL: mpirun exited $rc"; fail=1; }
+# the job went through the switch, not around it
+grep -qE "^port 0: rx_frames [1-9]" "$fab_work/switch.log" ||
+	{ echo "FAIL: the switch carried none of rank 0's frames"; fail=1; }
 for r in 0 1 2 3; do
 	grep -q "^rank $r: ok$" "$fab_work/mpi.log" ||
 		{ echo "FAIL: rank $r did not report ok"; fail=1; }
