@@ -30,11 +30,16 @@ rate=${BENCH_RATE:-100}
 iters=${BENCH_ITERS:-200}
 kmin=${BENCH_KMIN_KB:-10} kmax=${BENCH_KMAX_KB:-50} pmax=${BENCH_PMAX:-0.2}
 buffer=${BENCH_BUFFER_KB:-200}
-# DCQCN's times x 100 and rates / 250 where the key's unit allows
-# (Mbit/s are whole: AI and HAI at their smallest steps)
-rp=${BENCH_RP:-"DROCE_RP_TIME_RESET=30000 DROCE_RP_RATE_REDUCE_MONITOR_PERIOD=400
-DROCE_RP_DCE_TCP_RTT=100 DROCE_NP_MIN_TIME_BETWEEN_CNPS=400
-DROCE_RP_AI_RATE=1 DROCE_RP_HAI_RATE=2"}
+# DCQCN with the paper's timing (doc/congestion.md: ConnectX's defaults
+# let a many-to-one queue overflow), its times x 100, bytes x 0.4 and
+# rates / 250 where the key's unit allows (Mbit/s are whole: AI at its
+# smallest step, 1 for 0.16). ConnectX's defaults, scaled the same way:
+# BENCH_RP="DROCE_RP_TIME_RESET=30000 DROCE_RP_RATE_REDUCE_MONITOR_PERIOD=400
+# DROCE_RP_DCE_TCP_RTT=100 DROCE_NP_MIN_TIME_BETWEEN_CNPS=400
+# DROCE_RP_AI_RATE=1 DROCE_RP_HAI_RATE=2"
+rp=${BENCH_RP:-"DROCE_RP_DCE_TCP_RTT=5500 DROCE_RP_TIME_RESET=5500
+DROCE_RP_BYTE_RESET=4000000 DROCE_RP_AI_RATE=1 DROCE_RP_CLAMP_TGT_RATE=1
+DROCE_RP_RATE_REDUCE_MONITOR_PERIOD=400 DROCE_NP_MIN_TIME_BETWEEN_CNPS=400"}
 . "$top/test/fabric/fabric-lib.sh"
 trap fab_cleanup EXIT
 # the hosts read them (droce-switch reads no DROCE_ key)

@@ -15,8 +15,11 @@ echo
 "$build/test/transport/droce-loss-bench" --sr 1
 echo
 # incast through a simulated switch, in virtual time: DCQCN, the
-# delay-based mode and no congestion control (doc/perf.md, "Congestion")
+# delay-based mode and no congestion control (doc/perf.md, "Congestion"),
+# then 4:1 on real ports through droce-switch, scaled for 2 CPUs
 "$top/test/bench-incast-sim.sh" "$build"
+echo
+"$top/test/bench-incast.sh" "$build"
 echo
 # every droce figure beside the raw rate of the same PMD, three runs each
 # (this kind of machine moves by tens of percent from run to run): the
