@@ -84,6 +84,44 @@ rp_parse(char *s, struct droce_dcqcn_params *p)
 	return 0;
 }
 
+/* One case: run it, print its row; 1 if a WRITE failed or was wrong. */
+static int
+run_case(struct incast_conf *c, const char *cc, const char *series)
+{
+	struct incast_result r;
+	int bad;
+
+	c->cc = strcmp(cc, "none") == 0 ? DROCE_CC_NONE :
+		strcmp(cc, "delay") == 0 ? DROCE_CC_DELAY : DROCE_CC_DCQCN;
+	c->series = NULL;
+	if (series) {
+		char path[512];
+
+		snprintf(path, sizeof(path), "%s-%u-%" PRIu64 "-%s.csv",
+			series, c->senders, c->gbps, cc);
+		c->series = fopen(path, "w");
+	}
+	bad = incast_run(c, &r);
+	if (c->series)
+		fclose(c->series);
+	printf("%4u:1   %4" PRIu64 " %-5s %-4s %8.2f %6.3f %5.1f%% %7" PRIu64
+		" %9" PRIu64 " %7" PRIu64 " %6" PRIu64 "K %6" PRIu64 "K %6"
+		PRIu64 "K %8" PRIu64 " %7" PRIu64 " %6.3f %5s\n", c->senders,
+		c->gbps, cc, c->no_mark ? "none" : "ecn", r.goodput_gbps,
+		r.jain, r.util * 100, r.drops, r.drops_after_warm, r.marks,
+		r.q_p50 / 1024, r.q_p99 / 1024, r.qmax / 1024,
+		r.resent + r.retransmits, r.timeouts, r.frames_needed ?
+		(double)r.frames_sent / r.frames_needed : 0,
+		bad ? "FAIL" : "ok");
+	fflush(stdout);
+	if (bad)
+		fprintf(stderr, "incast: %" PRIu64 " errors, %" PRIu64
+			" bad bytes, %" PRIu64 " stuck\n", r.errors,
+			r.bad_bytes, r.stuck);
+	incast_result_free(&r);
+	return bad ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -173,63 +211,16 @@ main(int argc, char **argv)
 			snprintf(list_c, sizeof(list_c), "%s", ccs);
 			for (sc = strtok_r(list_c, ",", &s3); sc;
 					sc = strtok_r(NULL, ",", &s3)) {
-				struct incast_result r;
-				uint64_t scale;
-				int bad;
-
 				c.senders = (uint32_t)strtoul(sn, NULL, 0);
 				c.gbps = strtoull(sg, NULL, 0);
-				c.cc = strcmp(sc, "none") == 0 ? DROCE_CC_NONE :
-					strcmp(sc, "delay") == 0 ?
-					DROCE_CC_DELAY : DROCE_CC_DCQCN;
-				scale = c.gbps * 1024 / 25;
+				/* 1 MB of buffer per 25 Gbit/s */
 				c.buffer = buffer_kb >= 0 ? (uint64_t)buffer_kb *
-					1024 : scale * 1024;
+					1024 : c.gbps * 1024 / 25 * 1024;
 				c.kmin = (uint64_t)(kmin_kb >= 0 ? kmin_kb : 30) *
 					1024;
 				c.kmax = (uint64_t)(kmax_kb >= 0 ? kmax_kb : 120) *
 					1024;
-				c.series = NULL;
-				if (series) {
-					char path[512];
-
-					snprintf(path, sizeof(path), "%s-%u-%"
-						PRIu64 "-%s.csv", series,
-						c.senders, c.gbps, sc);
-					c.series = fopen(path, "w");
-				}
-				bad = incast_run(&c, &r);
-				if (c.series)
-					fclose(c.series);
-				printf("%4u:1   %4" PRIu64 " %-5s %-4s %8.2f %6.3f "
-					"%5.1f%% %7" PRIu64 " %9" PRIu64 " %7"
-					PRIu64 " %6" PRIu64 "K %6" PRIu64 "K %6"
-					PRIu64 "K %8" PRIu64 " %7" PRIu64
-					" %6.3f %5s\n", c.senders, c.gbps, sc,
-					c.no_mark ? "none" : "ecn",
-					r.goodput_gbps, r.jain, r.util * 100,
-					r.drops, r.drops_after_warm, r.marks,
-					r.q_p50 / 1024, r.q_p99 / 1024,
-					r.qmax / 1024, r.resent + r.retransmits,
-					r.timeouts, r.frames_needed ?
-					(double)r.frames_sent /
-					r.frames_needed : 0,
-					bad ? "FAIL" : "ok");
-				if (getenv("INCAST_DEBUG"))
-					printf("   cnps %" PRIu64 " cuts %" PRIu64
-						" enq %" PRIu64 " sent %" PRIu64
-						" ce-rx %" PRIu64 " cnp-tx %" PRIu64
-						"\n", r.cnps, r.cuts, r.enq,
-						r.frames_sent, r.ce_rx, r.cnp_tx);
-				fflush(stdout);
-				if (bad) {
-					fprintf(stderr, "incast: %" PRIu64
-						" errors, %" PRIu64 " bad bytes, %"
-						PRIu64 " stuck\n", r.errors,
-						r.bad_bytes, r.stuck);
-					rc = 1;
-				}
-				incast_result_free(&r);
+				rc |= run_case(&c, sc, series);
 			}
 		}
 	}

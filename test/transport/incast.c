@@ -176,22 +176,12 @@ reap(const struct incast_conf *c, struct fabric *fab, struct flow *fl,
 	}
 }
 
-int
-incast_run(const struct incast_conf *c, struct incast_result *r)
+/* The fabric: N senders and the receiver (host N), the switch between. */
+static int
+fabric_up(const struct incast_conf *c, struct fabric *fab)
 {
-	struct fabric fab;
 	struct fab_conf fc;
-	struct fl_qp_opts qo;
-	struct flow *fl;
-	struct droce_cq *rcq;
-	struct fab_port *bott;
-	uint32_t *qs = NULL, nq = 0, capq = 0, i, recv = c->senders;
-	uint64_t t0 = 0, drops0 = 0, tx0 = 0, next_sample, end, qsum = 0;
-	size_t span = (size_t)c->size * c->depth;
-	double s1 = 0, s2 = 0;
 
-	memset(r, 0, sizeof(*r));
-	r->flow_bytes = calloc(c->senders, sizeof(uint64_t));
 	memset(&fc, 0, sizeof(fc));
 	fc.hosts = c->senders + 1;
 	fc.rate_bps = c->gbps * 1000000000ull;
@@ -213,10 +203,18 @@ incast_run(const struct incast_conf *c, struct incast_result *r)
 		fc.dev.dcqcn = *c->dcqcn;
 		fc.dev.dcqcn_set = 1;
 	}
-	if (fab_init(&fab, &fc) != 0)
-		return -1;
-	fl = calloc(c->senders, sizeof(*fl));
-	rcq = droce_cq_create(fab.h[recv].dev, 0, 64);
+	return fab_init(fab, &fc);
+}
+
+/* Each sender's QP, CQ and buffers, and its peer QP at the receiver. */
+static int
+flows_up(const struct incast_conf *c, struct fabric *fab, struct flow *fl,
+		struct droce_cq *rcq)
+{
+	uint32_t i, recv = c->senders;
+	size_t span = (size_t)c->size * c->depth;
+	struct fl_qp_opts qo;
+
 	fl_qp_opts_default(&qo);
 	qo.timeout = (uint8_t)c->timeout;
 	qo.mtu = c->mtu == 4096 ? IBV_MTU_4096 : c->mtu == 2048 ?
@@ -228,71 +226,69 @@ incast_run(const struct incast_conf *c, struct incast_result *r)
 				.max_send_sge = 1, .max_recv_sge = 1 },
 		};
 
-		fl[i].cq = droce_cq_create(fab.h[i].dev, 0, 2 * c->depth);
-		fl[i].qp = droce_qp_create(fab.h[i].pd, &ia, fl[i].cq,
+		fl[i].cq = droce_cq_create(fab->h[i].dev, 0, 2 * c->depth);
+		fl[i].qp = droce_qp_create(fab->h[i].pd, &ia, fl[i].cq,
 			fl[i].cq, NULL);
-		fl[i].rqp = droce_qp_create(fab.h[recv].pd, &ia, rcq, rcq,
+		fl[i].rqp = droce_qp_create(fab->h[recv].pd, &ia, rcq, rcq,
 			NULL);
-		fl[i].src_mr = reg(fab.h[i].pd, &fl[i].src, span);
-		fl[i].dst_mr = reg(fab.h[recv].pd, &fl[i].dst, span);
+		fl[i].src_mr = reg(fab->h[i].pd, &fl[i].src, span);
+		fl[i].dst_mr = reg(fab->h[recv].pd, &fl[i].dst, span);
 		if (fl[i].qp == NULL || fl[i].rqp == NULL ||
 				fl[i].src_mr == NULL || fl[i].dst_mr == NULL ||
-				fab_connect(&fab, i, fl[i].qp, recv, fl[i].rqp,
+				fab_connect(fab, i, fl[i].qp, recv, fl[i].rqp,
 					&qo) != 0) {
 			fprintf(stderr, "incast: flow %u setup failed\n", i);
 			return -1;
 		}
 	}
-	bott = &fab.p[recv];
-	if (c->series)
-		series_head(c);
-	next_sample = c->sample_ns;
-	end = c->run_ns;
-	while (fab.now < end) {
-		for (i = 0; i < c->senders; i++)
-			while (fl[i].posted - fl[i].done < c->depth &&
-					post(c, &fl[i], i) == 0)
-				;
-		fab_step(&fab, c->step_ns);
-		reap(c, &fab, fl, r, c->warm_ns);
-		if (fab.now >= c->warm_ns) {
-			if (t0 == 0) {
-				t0 = fab.now;
-				drops0 = bott->dropped;
-				tx0 = bott->tx_bytes;
-			}
-			if (nq == capq) {
-				capq = capq ? 2 * capq : 65536;
-				qs = realloc(qs, capq * sizeof(*qs));
-			}
-			qs[nq++] = (uint32_t)bott->qbytes;
-			qsum += bott->qbytes;
-		}
-		if (c->series && fab.now >= next_sample) {
-			series_row(c, &fab, fl, c->sample_ns);
-			next_sample += c->sample_ns;
-		}
-	}
-	r->ns = fab.now - t0;
-	r->drops_after_warm = bott->dropped - drops0;
-	r->util = (double)(bott->tx_bytes - tx0) * 8 / ((double)r->ns *
-		(double)c->gbps);
-	/* the rest completes (or is stuck), nothing more posted */
-	end = fab.now + 2000000000ull;
-	while (fab.now < end) {
-		uint64_t out = 0;
+	return 0;
+}
 
-		for (i = 0; i < c->senders; i++)
-			out += fl[i].posted - fl[i].done;
-		if (out == 0)
-			break;
-		fab_step(&fab, c->step_ns);
-		reap(c, &fab, fl, r, UINT64_MAX);
-	}
+static void
+flows_down(const struct incast_conf *c, struct flow *fl)
+{
+	uint32_t i;
+
 	for (i = 0; i < c->senders; i++) {
-		struct droce_tp_stats st;
-		struct droce_qp_cc cc;
+		droce_qp_destroy(fl[i].qp);
+		droce_qp_destroy(fl[i].rqp);
+		droce_cq_destroy(fl[i].cq);
+		droce_mr_dereg(fl[i].src_mr);
+		droce_mr_dereg(fl[i].dst_mr);
+		free(fl[i].src);
+		free(fl[i].dst);
+	}
+}
 
+/* Queue depths sampled after the warm-up. */
+struct qsamples {
+	uint32_t *v, n, cap;
+	uint64_t sum;
+};
+
+static void
+qsample(struct qsamples *q, uint64_t depth)
+{
+	if (q->n == q->cap) {
+		q->cap = q->cap ? 2 * q->cap : 65536;
+		q->v = realloc(q->v, q->cap * sizeof(*q->v));
+	}
+	q->v[q->n++] = (uint32_t)depth;
+	q->sum += depth;
+}
+
+/* After the run: what each flow got, what recovery and the switch did. */
+static void
+tally(const struct incast_conf *c, struct fabric *fab, struct flow *fl,
+		struct incast_result *r, struct qsamples *q)
+{
+	struct fab_port *bott = &fab->p[c->senders];
+	struct droce_tp_stats st;
+	struct droce_qp_cc cc;
+	double s1 = 0, s2 = 0;
+	uint32_t i;
+
+	for (i = 0; i < c->senders; i++) {
 		r->stuck += fl[i].posted - fl[i].done;
 		droce_qp_stats(fl[i].qp, &st);
 		r->retransmits += st.retransmits;
@@ -305,13 +301,9 @@ incast_run(const struct incast_conf *c, struct incast_result *r)
 		s1 += (double)r->flow_bytes[i];
 		s2 += (double)r->flow_bytes[i] * (double)r->flow_bytes[i];
 	}
-	{
-		struct droce_tp_stats st;
-
-		droce_tp_queue_stats(fab.h[recv].q, &st);
-		r->ce_rx = st.np_ecn_marked;
-		r->cnp_tx = st.np_cnp_sent;
-	}
+	droce_tp_queue_stats(fab->h[c->senders].q, &st);
+	r->ce_rx = st.np_ecn_marked;
+	r->cnp_tx = st.np_cnp_sent;
 	r->frames_needed = r->completed * ((c->size + c->mtu - 1) / c->mtu);
 	r->jain = s2 > 0 ? s1 * s1 / (c->senders * s2) : 0;
 	r->goodput_gbps = s1 * 8 / (double)r->ns;
@@ -319,22 +311,73 @@ incast_run(const struct incast_conf *c, struct incast_result *r)
 	r->marks = bott->marked;
 	r->enq = bott->enq;
 	r->qmax = bott->qmax;
-	if (nq) {
-		r->q_mean = qsum / nq;
-		qsort(qs, nq, sizeof(*qs), cmp_u32);
-		r->q_p50 = qs[nq / 2];
-		r->q_p99 = qs[(uint64_t)nq * 99 / 100];
+	if (q->n) {
+		r->q_mean = q->sum / q->n;
+		qsort(q->v, q->n, sizeof(*q->v), cmp_u32);
+		r->q_p50 = q->v[q->n / 2];
+		r->q_p99 = q->v[(uint64_t)q->n * 99 / 100];
 	}
-	free(qs);
-	for (i = 0; i < c->senders; i++) {
-		droce_qp_destroy(fl[i].qp);
-		droce_qp_destroy(fl[i].rqp);
-		droce_cq_destroy(fl[i].cq);
-		droce_mr_dereg(fl[i].src_mr);
-		droce_mr_dereg(fl[i].dst_mr);
-		free(fl[i].src);
-		free(fl[i].dst);
+}
+
+int
+incast_run(const struct incast_conf *c, struct incast_result *r)
+{
+	struct qsamples q = { 0 };
+	struct fabric fab;
+	struct flow *fl;
+	struct droce_cq *rcq;
+	struct fab_port *bott;
+	uint64_t t0 = 0, drops0 = 0, tx0 = 0, next_sample, end, out;
+	uint32_t i;
+
+	memset(r, 0, sizeof(*r));
+	r->flow_bytes = calloc(c->senders, sizeof(uint64_t));
+	if (fabric_up(c, &fab) != 0)
+		return -1;
+	fl = calloc(c->senders, sizeof(*fl));
+	rcq = droce_cq_create(fab.h[c->senders].dev, 0, 64);
+	if (flows_up(c, &fab, fl, rcq) != 0)
+		return -1;
+	bott = &fab.p[c->senders];
+	if (c->series)
+		series_head(c);
+	next_sample = c->sample_ns;
+	while (fab.now < c->run_ns) {
+		for (i = 0; i < c->senders; i++)
+			while (fl[i].posted - fl[i].done < c->depth &&
+					post(c, &fl[i], i) == 0)
+				;
+		fab_step(&fab, c->step_ns);
+		reap(c, &fab, fl, r, c->warm_ns);
+		if (fab.now >= c->warm_ns) {
+			if (t0 == 0) {
+				t0 = fab.now;
+				drops0 = bott->dropped;
+				tx0 = bott->tx_bytes;
+			}
+			qsample(&q, bott->qbytes);
+		}
+		if (c->series && fab.now >= next_sample) {
+			series_row(c, &fab, fl, c->sample_ns);
+			next_sample += c->sample_ns;
+		}
 	}
+	r->ns = fab.now - t0;
+	r->drops_after_warm = bott->dropped - drops0;
+	r->util = (double)(bott->tx_bytes - tx0) * 8 / ((double)r->ns *
+		(double)c->gbps);
+	/* the rest completes (or is stuck), nothing more posted */
+	for (end = fab.now + 2000000000ull; fab.now < end; ) {
+		for (i = 0, out = 0; i < c->senders; i++)
+			out += fl[i].posted - fl[i].done;
+		if (out == 0)
+			break;
+		fab_step(&fab, c->step_ns);
+		reap(c, &fab, fl, r, UINT64_MAX);
+	}
+	tally(c, &fab, fl, r, &q);
+	free(q.v);
+	flows_down(c, fl);
 	droce_cq_destroy(rcq);
 	free(fl);
 	fab_fini(&fab);
