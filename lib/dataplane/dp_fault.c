@@ -15,6 +15,7 @@
 #include <rte_mbuf.h>
 
 #include "dp_internal.h"
+#include "droce_wire.h"
 
 static uint64_t
 rnd(struct dp_fault *f)
@@ -61,47 +62,6 @@ is_neigh_frame(const struct rte_mbuf *m)
 	/* IPv6, next header ICMPv6, neighbour solicitation/advertisement */
 	return et == 0x86dd && len >= l2 + 41 && d[l2 + 6] == 58 &&
 		(d[l2 + 40] == 135 || d[l2 + 40] == 136);
-}
-
-/*
- * A RoCEv2 frame (UDP to 4791) marked CE, as a switch marks it: the ECN
- * field to CE, the IPv4 header checksum updated (the ICRC leaves the
- * field out). 1 if marked.
- */
-static int
-mark_ce(struct rte_mbuf *m)
-{
-	uint8_t *d = rte_pktmbuf_mtod(m, uint8_t *);
-	uint32_t len = rte_pktmbuf_data_len(m), l3 = 14, s, i;
-	uint16_t et;
-
-	if (len < 18)
-		return 0;
-	et = (uint16_t)(d[12] << 8 | d[13]);
-	if (et == 0x8100) {
-		l3 = 18;
-		et = (uint16_t)(d[16] << 8 | d[17]);
-	}
-	if (et == 0x0800 && len >= l3 + 28 && d[l3 + 9] == 17 &&
-			(d[l3] & 0x0f) == 5 &&
-			(d[l3 + 22] << 8 | d[l3 + 23]) == 4791) {
-		d[l3 + 1] |= 3;
-		d[l3 + 10] = d[l3 + 11] = 0;
-		for (s = 0, i = 0; i < 20; i += 2)
-			s += (uint32_t)(d[l3 + i] << 8 | d[l3 + i + 1]);
-		while (s >> 16)
-			s = (s & 0xffff) + (s >> 16);
-		s = ~s & 0xffff;
-		d[l3 + 10] = (uint8_t)(s >> 8);
-		d[l3 + 11] = (uint8_t)s;
-		return 1;
-	}
-	if (et == 0x86dd && len >= l3 + 48 && d[l3 + 6] == 17 &&
-			(d[l3 + 42] << 8 | d[l3 + 43]) == 4791) {
-		d[l3 + 1] |= 3 << 4;	/* the traffic class's low bits */
-		return 1;
-	}
-	return 0;
 }
 
 uint16_t
@@ -152,7 +112,9 @@ dp_fault_apply(struct droce_port *p, struct dp_fault *f, struct rte_mbuf **pkts,
 				(uint8_t)(1u << (rnd(f) % 8));
 			f->st.corrupted++;
 		}
-		if (hit(f, f->conf.ce_ppm) && mark_ce(m))
+		if (hit(f, f->conf.ce_ppm) &&
+				droce_wire_mark_ce(rte_pktmbuf_mtod(m, uint8_t *),
+					rte_pktmbuf_data_len(m), 0))
 			f->st.ce_marked++;
 		if (hit(f, f->conf.dup_ppm) && k + 1 < cap) {
 			struct rte_mbuf *c = rte_pktmbuf_copy(m, p->pool, 0,

@@ -497,6 +497,16 @@ uint32_t droce_icrc_rxe_flush(const uint8_t *l3, uint32_t len);
  */
 void droce_wire_set_icrc_rxe_flush(uint8_t *frame, uint32_t len);
 
+/**
+ * What a congested switch does to a RoCEv2 frame (Ethernet, optional
+ * VLAN, IPv4 or IPv6, UDP to 4791), len bytes: the ECN field to CE, the
+ * IPv4 header checksum updated (the ICRC leaves the field out). With
+ * ect_only, a Not-ECT frame is left alone, as RFC 3168 has it; without,
+ * any RoCEv2 frame is marked (fault injection standing in for a switch
+ * a peer's Not-ECT frames would meet). 1 if marked.
+ */
+int droce_wire_mark_ce(uint8_t *frame, uint32_t len, int ect_only);
+
 /* ---- PSN arithmetic (24 bits) ---- */
 
 #define DROCE_PSN_MASK 0xffffffu

@@ -342,3 +342,44 @@ droce_wire_set_icrc_rxe_flush(uint8_t *frame, uint32_t len)
 	frame[len - 2] = (uint8_t)(crc >> 16);
 	frame[len - 1] = (uint8_t)(crc >> 24);
 }
+
+int
+droce_wire_mark_ce(uint8_t *f, uint32_t len, int ect_only)
+{
+	uint32_t l3 = 14, s, i;
+	uint16_t et;
+
+	if (len < 18)
+		return 0;
+	et = (uint16_t)(f[12] << 8 | f[13]);
+	if (et == 0x8100) {
+		l3 = 18;
+		et = (uint16_t)(f[16] << 8 | f[17]);
+	}
+	if (et == 0x0800 && len >= l3 + 28 && (f[l3] & 0x0f) == 5 &&
+			f[l3 + 9] == 17 &&
+			(f[l3 + 22] << 8 | f[l3 + 23]) == DROCE_ROCE_UDP_PORT) {
+		if (ect_only && (f[l3 + 1] & DROCE_ECN_MASK) == DROCE_ECN_NOT_ECT)
+			return 0;
+		f[l3 + 1] |= DROCE_ECN_CE;
+		f[l3 + 10] = f[l3 + 11] = 0;
+		for (s = 0, i = 0; i < 20; i += 2)
+			s += (uint32_t)(f[l3 + i] << 8 | f[l3 + i + 1]);
+		while (s >> 16)
+			s = (s & 0xffff) + (s >> 16);
+		s = ~s & 0xffff;
+		f[l3 + 10] = (uint8_t)(s >> 8);
+		f[l3 + 11] = (uint8_t)s;
+		return 1;
+	}
+	if (et == 0x86dd && len >= l3 + 48 && f[l3 + 6] == 17 &&
+			(f[l3 + 42] << 8 | f[l3 + 43]) == DROCE_ROCE_UDP_PORT) {
+		/* the traffic class's ECN bits: the high nibble of byte 1 */
+		if (ect_only && ((f[l3 + 1] >> 4) & DROCE_ECN_MASK) ==
+				DROCE_ECN_NOT_ECT)
+			return 0;
+		f[l3 + 1] |= DROCE_ECN_CE << 4;
+		return 1;
+	}
+	return 0;
+}

@@ -173,50 +173,10 @@ wire_time(struct fakelink *l, int dir, const struct fl_frame *f)
 	return l->wire_free[dir];
 }
 
-/* One frame onto the wire in direction dir, through the faults. */
-/*
- * What a congested switch does to an ECN-capable frame (RFC 3168): its
- * ECN field to CE, the IPv4 header checksum updated (the ICRC leaves the
- * field out). 1 if marked; Not-ECT frames are left alone.
- */
 int
 fl_mark_ce(uint8_t *f, uint32_t len)
 {
-	uint32_t l3 = 14, s;
-	uint16_t et;
-
-	if (len < 14 + 40)
-		return 0;
-	et = (uint16_t)(f[12] << 8 | f[13]);
-	if (et == 0x8100) {
-		l3 = 18;
-		et = (uint16_t)(f[16] << 8 | f[17]);
-	}
-	if (et == 0x0800) {
-		if ((f[l3 + 1] & 3) == 0 || (f[l3 + 1] & 3) == 3)
-			return 0;
-		f[l3 + 1] |= 3;
-		f[l3 + 10] = f[l3 + 11] = 0;
-		s = 0;
-		for (uint32_t i = 0; i < 20; i += 2)
-			s += (uint32_t)(f[l3 + i] << 8 | f[l3 + i + 1]);
-		while (s >> 16)
-			s = (s & 0xffff) + (s >> 16);
-		s = ~s & 0xffff;
-		f[l3 + 10] = (uint8_t)(s >> 8);
-		f[l3 + 11] = (uint8_t)s;
-		return 1;
-	}
-	if (et == 0x86dd) {
-		/* traffic class: the low nibble of byte 0, high of byte 1 */
-		uint8_t ecn = (f[l3 + 1] >> 4) & 3;
-
-		if (ecn == 0 || ecn == 3)
-			return 0;
-		f[l3 + 1] |= 3 << 4;
-		return 1;
-	}
-	return 0;
+	return droce_wire_mark_ce(f, len, 1);
 }
 
 static void
