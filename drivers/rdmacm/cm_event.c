@@ -285,6 +285,15 @@ rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	c = channel != NULL ? (struct cm_channel *)channel : cm_channel_new(true);
 	if (c == NULL)
 		return -1;
+	/*
+	 * A synchronous ID keeps its last event in id->event for the caller
+	 * to read, and acks it itself at its next call (cm_wait): nobody
+	 * else will ack it, so the wait below would never end. librpma
+	 * resolves a route on a synchronous ID and then migrates it onto its
+	 * own channel; rdma-core acks that event here too.
+	 */
+	if (p->sync)
+		cm_ack_last(p);
 	pthread_mutex_lock(&cm.lock);
 	/* events already got must be acked first: they name this ID */
 	while (p->events_out > 0)
