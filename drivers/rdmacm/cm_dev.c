@@ -29,6 +29,7 @@ static void
 devices_open(void)
 {
 	struct ibv_device **list;
+	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	struct cm_dev *d, **tail = &cm.devs;
 	int i, n;
@@ -52,6 +53,14 @@ devices_open(void)
 		d->mtu = IBV_MTU_1024;
 		if (ibv_query_port(d->verbs, 1, &pa) == 0)
 			d->mtu = pa.active_mtu;
+		d->max_resp_res = 1;
+		d->max_init_depth = 1;
+		if (ibv_query_device(d->verbs, &da) == 0) {
+			d->max_resp_res = da.max_qp_rd_atom > UINT8_MAX - 1 ?
+				UINT8_MAX - 1 : (uint8_t)da.max_qp_rd_atom;
+			d->max_init_depth = da.max_qp_init_rd_atom > UINT8_MAX - 1 ?
+				UINT8_MAX - 1 : (uint8_t)da.max_qp_init_rd_atom;
+		}
 		*tail = d;
 		tail = &d->next;
 	}

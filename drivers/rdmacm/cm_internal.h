@@ -53,6 +53,8 @@ struct cm_dev {
 	uint64_t guid;			/* host order */
 	uint8_t port_num;
 	enum ibv_mtu mtu;
+	uint8_t max_resp_res;		/* max_qp_rd_atom, for RDMA_MAX_RESP_RES */
+	uint8_t max_init_depth;		/* max_qp_init_rd_atom */
 	struct ibv_pd *pd;		/* the default PD of IDs on the device */
 	bool up;			/* the GSI QP runs */
 	struct ibv_comp_channel *ch;
