@@ -217,6 +217,8 @@ void cm_gid_to_sa(const uint8_t gid[16], uint16_t port, struct sockaddr *sa);
 uint16_t cm_sa_port(const struct sockaddr *sa);
 void cm_sa_set_port(struct sockaddr *sa, uint16_t port);
 bool cm_sa_any(const struct sockaddr *sa);
+/* 127.0.0.0/8 or ::1 */
+bool cm_sa_loopback(const struct sockaddr *sa);
 uint64_t cm_service_id(enum rdma_port_space ps, uint16_t port);
 
 /* cm_event.c: channels and events */
