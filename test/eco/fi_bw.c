@@ -8,9 +8,10 @@
  * packaged; libfabric-bin has fi_pingpong only). Run on droce's
  * libraries through droce-run by test/eco/fi-pair.sh.
  *
- * The client sends COUNT messages of SIZE bytes, 32 in flight; the
- * server checks every byte of every one (message i's byte j is
- * (i * 7 + j) & 0xff) and answers the last with one message of its own;
+ * The client sends COUNT messages of SIZE bytes, 32 in flight, to 64
+ * receives posted; the server checks every byte of every one (message
+ * i's byte j is (i * 7 + j) & 0xff) and answers the last with one
+ * message of its own;
  * the rate is printed, never judged. msg: a connected endpoint (the
  * server listens at PORT on any address). rdm: the server's endpoint is
  * at ADDR:PORT; the client's first message carries its own name, which
@@ -33,7 +34,11 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
-#define WINDOW 32
+#define WINDOW 32		/* sends in flight */
+/* receives posted: twice the sends, so that a message the receiver's
+ * transport takes before its application reposts finds a receive, and
+ * is not refused Receiver Not Ready (0.64 ms each, librdmacm's timer) */
+#define RX_WINDOW (2 * WINDOW)
 #define NAME_MAX_LEN 128
 
 #define FAIL(...) do {							\
@@ -56,14 +61,14 @@ static struct fid_av *av;
 static struct fid_ep *ep;
 static struct fid_mr *mr;
 static void *desc;
-static uint8_t *buf;		/* WINDOW slots to send, WINDOW to receive */
+static uint8_t *buf;		/* WINDOW slots to send, RX_WINDOW to receive */
 static size_t size;
 static fi_addr_t peer = FI_ADDR_UNSPEC;
 
 static uint8_t *
 slot(int rx, unsigned int i)
 {
-	return buf + ((size_t)rx * WINDOW + i % WINDOW) * size;
+	return buf + (rx ? WINDOW + i % RX_WINDOW : i % WINDOW) * size;
 }
 
 static void
@@ -177,16 +182,17 @@ open_domain(struct fi_info *info)
 {
 	struct fi_cq_attr ca = {
 		.format = FI_CQ_FORMAT_DATA,
-		.size = 4 * WINDOW,
+		.size = 2 * (WINDOW + RX_WINDOW),
 	};
 
 	TRY(fi_domain(fabric, info, &domain, NULL));
 	TRY(fi_cq_open(domain, &ca, &cq, NULL));
-	buf = aligned_alloc(4096, (2 * WINDOW * size + 4095) & ~(size_t)4095);
+	buf = aligned_alloc(4096,
+		((WINDOW + RX_WINDOW) * size + 4095) & ~(size_t)4095);
 	if (buf == NULL)
-		FAIL("no memory for %zu bytes", 2 * WINDOW * size);
+		FAIL("no memory for %zu bytes", (WINDOW + RX_WINDOW) * size);
 	if (info->domain_attr->mr_mode & FI_MR_LOCAL) {
-		TRY(fi_mr_reg(domain, buf, 2 * WINDOW * size,
+		TRY(fi_mr_reg(domain, buf, (WINDOW + RX_WINDOW) * size,
 			FI_SEND | FI_RECV, 0, 0, 0, &mr, NULL));
 		desc = fi_mr_desc(mr);
 	}
@@ -279,14 +285,14 @@ server(const char *addr, const char *port, const char *type,
 
 	server_setup(addr, port, type, prov);
 	off = av != NULL ? 1 : 0;	/* rdm: the client's name first */
-	for (i = 1; i < WINDOW && i < count + off; i++)
+	for (i = 1; i < RX_WINDOW && i < count + off; i++)
 		post_recv((unsigned int)i);
 	while (got < count + off) {
 		next_comp(&e);
 		if (!((uintptr_t)e.op_context & 1))
 			continue;	/* not a receive */
 		s = (unsigned int)((uintptr_t)e.op_context >> 1);
-		if (s % WINDOW != got % WINDOW)
+		if (s % RX_WINDOW != got % RX_WINDOW)
 			FAIL("receive %u completed out of order at %" PRIu64,
 				s, got);
 		if (got == 0 && peer == FI_ADDR_UNSPEC && av != NULL) {
@@ -297,8 +303,8 @@ server(const char *addr, const char *port, const char *type,
 				got - off, e.len);
 		}
 		got++;
-		if (got + WINDOW - 1 < count + off)
-			post_recv((unsigned int)(got + WINDOW - 1));
+		if (got + RX_WINDOW - 1 < count + off)
+			post_recv((unsigned int)(got + RX_WINDOW - 1));
 	}
 	/* the answer: the client knows then that every byte was checked */
 	fill(slot(0, 0), count);
