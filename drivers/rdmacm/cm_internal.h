@@ -55,6 +55,7 @@ struct cm_dev {
 	enum ibv_mtu mtu;
 	uint8_t max_resp_res;		/* max_qp_rd_atom, for RDMA_MAX_RESP_RES */
 	uint8_t max_init_depth;		/* max_qp_init_rd_atom */
+	unsigned int flush_access;	/* the FLUSH access flags it takes */
 	struct ibv_pd *pd;		/* the default PD of IDs on the device */
 	bool up;			/* the GSI QP runs */
 	struct ibv_comp_channel *ch;
