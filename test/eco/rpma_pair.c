@@ -32,11 +32,13 @@
 
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include <librpma.h>
 
@@ -48,6 +50,15 @@
 #define DATA_LEN 64
 #define ROUNDS 100
 #define IMM 0x5eed1d0eu
+/*
+ * Completions of IBTA 1.5's FLUSH and ATOMIC WRITE, as rdma-core >= 45
+ * numbers them (IBV_WC_FLUSH, IBV_WC_ATOMIC_WRITE): a librpma built
+ * against its headers posts them natively (librpma >= 1.3); Debian's
+ * 1.2, built against rdma-core 44, flushes with a READ and writes the 8
+ * bytes with a WRITE.
+ */
+#define WC_FLUSH 8
+#define WC_ATOMIC_WRITE 9
 
 static const char pattern_read[DATA_LEN] = "droce-rpma: the server's bytes, read";
 static const char pattern_write[DATA_LEN] = "droce-rpma: the client's bytes, written";
@@ -73,12 +84,40 @@ struct desc {
 	uint8_t bytes[64];
 };
 
+/*
+ * A page of its own, as the examples' malloc_aligned gives; or, where
+ * the server's memory is to be persistent (05's pmem file), a shared
+ * mapping of a file on disk: a librpma that flushes natively registers
+ * it for FLUSH to persistence, which droce takes only over a file it
+ * can msync (doc/verbs.md, "FLUSH"), and not once it is unlinked: the
+ * file goes when the server is done, or when the process ends.
+ */
+static char region_path[] = "/var/tmp/droce-rpma.XXXXXX";
+
+static void
+region_file_gone(void)
+{
+	unlink(region_path);
+}
+
 static void *
-region_new(void)
+region_new(bool file)
 {
 	void *p;
+	int fd;
 
-	/* a page of its own, as the examples' malloc_aligned gives */
+	if (file) {
+		fd = mkstemp(region_path);
+		if (fd < 0 || ftruncate(fd, REGION) != 0)
+			FAIL("a file for the region in /var/tmp");
+		atexit(region_file_gone);
+		p = mmap(NULL, REGION, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			0);
+		close(fd);
+		if (p == MAP_FAILED)
+			FAIL("mmap of the region's file");
+		return p;
+	}
 	if (posix_memalign(&p, (size_t)sysconf(_SC_PAGESIZE), REGION) != 0)
 		FAIL("posix_memalign");
 	memset(p, 0, REGION);
@@ -91,8 +130,10 @@ region_new(void)
  * examples give up at once; a second ask finds the answer cached).
  */
 static struct rpma_peer *
-peer_for(const char *addr, enum rpma_util_ibv_context_type type)
+peer_for(const char *addr, enum rpma_util_ibv_context_type type,
+	bool *persistent)
 {
+	struct ibv_device_attr_ex ax;
 	struct ibv_context *ctx = NULL;
 	struct rpma_peer *peer = NULL;
 	int i, r = RPMA_E_UNKNOWN;
@@ -101,6 +142,11 @@ peer_for(const char *addr, enum rpma_util_ibv_context_type type)
 		r = rpma_utils_get_ibv_context(addr, type, &ctx);
 	if (r != 0)
 		FAIL("rpma_utils_get_ibv_context(%s): %s", addr, rpma_err_2str(r));
+	/* IB_UVERBS_DEVICE_FLUSH_PERSISTENT (kernel >= 6.2): droce in
+	 * process; attached, droced maps no file and refuses it */
+	memset(&ax, 0, sizeof(ax));
+	*persistent = ibv_query_device_ex(ctx, NULL, &ax) == 0 &&
+		(ax.device_cap_flags_ex & (1ULL << 39));
 	TRY(rpma_peer_new(ctx, &peer));
 	return peer;
 }
@@ -148,10 +194,26 @@ want_wc(struct rpma_conn *conn, enum ibv_wc_opcode op, uint64_t wr_id,
 			wc->opcode, wc->wr_id, op, wr_id);
 }
 
+/* a flush's completion: native, or the READ that stands for one */
+static void
+flush_wc(struct rpma_conn *conn)
+{
+	struct ibv_wc wc;
+
+	next_wc(conn, &wc);
+	if (wc.wr_id != 4 || ((int)wc.opcode != WC_FLUSH &&
+			wc.opcode != IBV_WC_RDMA_READ))
+		FAIL("flush: wr_id %" PRIu64 " opcode %d", wc.wr_id, wc.opcode);
+	printf("ok: flush %s\n", (int)wc.opcode == WC_FLUSH ?
+		"native (IBV_WC_FLUSH)" : "by a READ");
+}
+
 static int
 server(const char *addr, const char *test)
 {
-	struct rpma_peer *peer = peer_for(addr, RPMA_UTIL_IBV_CONTEXT_LOCAL);
+	bool persistent;
+	struct rpma_peer *peer = peer_for(addr, RPMA_UTIL_IBV_CONTEXT_LOCAL,
+		&persistent);
 	struct rpma_peer_cfg *pcfg = NULL;
 	struct rpma_mr_local *mr = NULL;
 	struct rpma_conn_req *req = NULL;
@@ -159,7 +221,9 @@ server(const char *addr, const char *test)
 	struct rpma_conn *conn = NULL;
 	struct rpma_ep *ep = NULL;
 	bool pmem = strcmp(test, "flush") == 0;
-	char *buf = region_new();
+	/* a file where the device can make it persistent */
+	bool file = pmem && persistent;
+	char *buf = region_new(file);
 	struct desc d;
 	size_t n;
 	struct ibv_wc wc;
@@ -254,7 +318,10 @@ server(const char *addr, const char *test)
 	TRY(rpma_mr_dereg(&mr));
 	TRY(rpma_peer_cfg_delete(&pcfg));
 	TRY(rpma_peer_delete(&peer));
-	free(buf);
+	if (file)
+		munmap(buf, REGION);
+	else
+		free(buf);
 	printf("ok: %s (server)\n", test);
 	return 0;
 }
@@ -262,7 +329,9 @@ server(const char *addr, const char *test)
 static int
 client(const char *addr, const char *test)
 {
-	struct rpma_peer *peer = peer_for(addr, RPMA_UTIL_IBV_CONTEXT_REMOTE);
+	bool persistent;
+	struct rpma_peer *peer = peer_for(addr, RPMA_UTIL_IBV_CONTEXT_REMOTE,
+		&persistent);
 	struct rpma_mr_remote *dst = NULL;
 	struct rpma_peer_cfg *pcfg = NULL;
 	struct rpma_mr_local *mr = NULL;
@@ -271,7 +340,7 @@ client(const char *addr, const char *test)
 	struct rpma_conn_private_data pd;
 	struct rpma_conn *conn = NULL;
 	enum rpma_flush_type ft;
-	char *buf = region_new();
+	char *buf = region_new(false);
 	const struct desc *d;
 	bool pmem = false;
 	struct ibv_wc wc;
@@ -325,20 +394,24 @@ client(const char *addr, const char *test)
 			RPMA_F_COMPLETION_ON_ERROR, NULL));
 		TRY(rpma_flush(conn, dst, DATA_OFF, DATA_LEN, ft,
 			RPMA_F_COMPLETION_ALWAYS, (void *)4));
-		/* librpma 1.2 flushes with a READ after the WRITE */
-		want_wc(conn, IBV_WC_RDMA_READ, 4, &wc);
+		flush_wc(conn);
 		printf("ok: written and flushed (%s)\n",
 			pmem ? "persistent" : "visibility");
 	} else if (strcmp(test, "atomic") == 0) {
 		TRY(rpma_atomic_write(conn, dst, ATOMIC_OFF, atomic_value,
 			RPMA_F_COMPLETION_ALWAYS, (void *)5));
 		next_wc(conn, &wc);
-		if (wc.wr_id != 5)
-			FAIL("atomic: wr_id %" PRIu64, wc.wr_id);
+		if (wc.wr_id != 5 || ((int)wc.opcode != WC_ATOMIC_WRITE &&
+				wc.opcode != IBV_WC_RDMA_WRITE))
+			FAIL("atomic: wr_id %" PRIu64 " opcode %d", wc.wr_id,
+				wc.opcode);
+		printf("ok: atomic write %s\n",
+			(int)wc.opcode == WC_ATOMIC_WRITE ?
+			"native (IBV_WC_ATOMIC_WRITE)" : "by an 8-byte WRITE");
 		TRY(rpma_flush(conn, dst, ATOMIC_OFF, 8,
 			RPMA_FLUSH_TYPE_VISIBILITY, RPMA_F_COMPLETION_ALWAYS,
 			(void *)4));
-		want_wc(conn, IBV_WC_RDMA_READ, 4, &wc);
+		flush_wc(conn);
 		printf("ok: atomic write done and flushed\n");
 	} else if (strcmp(test, "pingpong") == 0) {
 		for (i = 0; i < ROUNDS; i++) {
