@@ -17,8 +17,10 @@
  * moved to RESET fails with the verbs errno; a consumer reject (reason
  * 28 with the server's private data) and a server that vanishes after
  * taking the REQ (UNREACHABLE, ETIMEDOUT). The server checks that the
- * hostile MADs were dropped and counted (droce_cm_stats_get) and that it
- * still accepted the real connection. Attached to droced (DROCE_DAEMON),
+ * hostile MADs were dropped and counted (droce_cm_stats_get), that it
+ * still accepted the real connection, and that the client's DISCONNECTED,
+ * pending on the ID's channel, follows the ID to another channel
+ * (rdma_migrate_id). Attached to droced (DROCE_DAEMON),
  * the daemon answers the REQ to no listener, drops the hostile MADs, and
  * answers a REQ whose server died with a REJ.
  */
@@ -27,6 +29,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,6 +473,39 @@ client(const char *srv)
 	return failures ? 1 : 0;
 }
 
+/* fd readable within secs */
+static int
+readable(int fd, int secs)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, secs * 1000) == 1;
+}
+
+/*
+ * The client disconnects: once its DISCONNECTED waits on the ID's own
+ * channel, the ID moves onto another, and the event must go with it, as
+ * the kernel's ucma moves a migrated ID's pending events (droce's
+ * dropped them: librpma, which migrates an accepted ID onto its own
+ * channel, then missed an ESTABLISHED that came in between).
+ */
+static void
+check_migrate_pending(struct rdma_cm_id *id)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+
+	CHECK(readable(id->channel->fd, 120),
+		"the client's DISCONNECTED waits on the ID's channel");
+	CHECK(ch != NULL && rdma_migrate_id(id, ch) == 0,
+		"rdma_migrate_id with an event pending");
+	CHECK(ch != NULL && readable(ch->fd, 30) &&
+		rdma_get_cm_event(ch, &ev) == 0 &&
+		ev->event == RDMA_CM_EVENT_DISCONNECTED && ev->id == id &&
+		rdma_ack_cm_event(ev) == 0,
+		"the pending DISCONNECTED moved with it");
+}
+
 static int
 server(const char *addr)
 {
@@ -532,6 +568,7 @@ server(const char *addr)
 		CHECK(st.rx_drop_orphan >= 1 && st.rej_sent >= 1,
 			"a REQ to no listener: dropped once, then a REJ");
 	}
+	check_migrate_pending(id);
 	rdma_disconnect(id);
 	rdma_dereg_mr(mr);
 	rdma_destroy_ep(id);
