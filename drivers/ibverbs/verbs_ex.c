@@ -456,8 +456,16 @@ dv_qp_ex_setup(struct dv_qp *qp, uint64_t send_ops)
 	qp->ex.wr_start = wr_start;
 	qp->ex.wr_complete = wr_complete;
 	qp->ex.wr_abort = wr_abort;
-	qp->ex.wr_atomic_write = wr_atomic_write;
-	qp->wr_flush = wr_flush;
+	/*
+	 * IBTA 1.5's two, only where asked for, as rdma-core's providers
+	 * install builders: a program tells whether a QP has them by the
+	 * pointer (librpma >= 1.3 flushes and writes atomically natively
+	 * where it is set, and failed at wr_complete on a QP created
+	 * without the flag, attached, where FLUSH_PERSISTENT is missing)
+	 */
+	qp->ex.wr_atomic_write = (send_ops & IBV_QP_EX_WITH_ATOMIC_WRITE) ?
+		wr_atomic_write : NULL;
+	qp->wr_flush = (send_ops & DROCE_QP_EX_WITH_FLUSH) ? wr_flush : NULL;
 	return 0;
 }
 

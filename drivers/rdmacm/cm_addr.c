@@ -94,7 +94,18 @@ bind_locked(struct cm_id_priv *p, const struct sockaddr *addr)
 		errno = EINVAL;
 		return -1;
 	}
-	if (!cm_sa_any(addr) && cm_dev_find_addr(addr, &d, &gi) != 0) {
+	/*
+	 * A loopback address is no droce port's, yet binding it succeeds,
+	 * to no device, as a wildcard does: libfabric's verbs provider
+	 * binds "localhost" when it is given no address, and then takes the
+	 * source of its MSG endpoints from its devices' interfaces when the
+	 * bound ID has no device (and lists no MSG endpoint where the bind
+	 * fails). Attaching the first device, as the kernel's rdma_cm does
+	 * for a loopback destination, would make that source 127.0.0.1,
+	 * an address no peer can reach.
+	 */
+	if (!cm_sa_any(addr) && !cm_sa_loopback(addr) &&
+			cm_dev_find_addr(addr, &d, &gi) != 0) {
 		errno = EADDRNOTAVAIL;	/* not an address of a droce port */
 		return -1;
 	}
@@ -370,17 +381,30 @@ rdma_freeaddrinfo(struct rdma_addrinfo *res)
 	}
 }
 
-/* IP addresses through getaddrinfo(3); its EAI_* codes are returned as
- * rdma-core's librdmacm returns them. */
+/* sa's copy into *dst and *len; false when memory runs out */
+static bool
+take_sa(struct sockaddr **dst, socklen_t *len, const struct sockaddr *sa)
+{
+	*dst = copy_sa(sa, len);
+	return *dst != NULL || *len == 0;
+}
+
+/*
+ * IP addresses through getaddrinfo(3); its EAI_* codes are returned as
+ * rdma-core's librdmacm returns them. With neither node nor service the
+ * addresses are the hints' own, as there: libfabric's verbs provider
+ * hands its destination (and source) that way.
+ */
 int
 rdma_getaddrinfo(const char *node, const char *service,
 		const struct rdma_addrinfo *hints, struct rdma_addrinfo **res)
 {
 	struct addrinfo h, *ai = NULL;
 	struct rdma_addrinfo *r;
+	bool ok = true;
 	int rc;
 
-	if (res == NULL || (node == NULL && service == NULL)) {
+	if (res == NULL || (node == NULL && service == NULL && hints == NULL)) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -406,6 +430,7 @@ rdma_getaddrinfo(const char *node, const char *service,
 	}
 	if (hints != NULL) {
 		r->ai_flags = hints->ai_flags;
+		r->ai_family = hints->ai_family;
 		r->ai_qp_type = hints->ai_qp_type;
 		r->ai_port_space = hints->ai_port_space;
 	}
@@ -415,18 +440,28 @@ rdma_getaddrinfo(const char *node, const char *service,
 	if (r->ai_port_space == 0)
 		r->ai_port_space = r->ai_qp_type == IBV_QPT_UD ? RDMA_PS_UDP :
 			RDMA_PS_TCP;
-	r->ai_family = ai->ai_family;
-	if (r->ai_flags & RAI_PASSIVE) {
-		r->ai_src_addr = copy_sa(ai->ai_addr, &r->ai_src_len);
-	} else {
-		r->ai_dst_addr = copy_sa(ai->ai_addr, &r->ai_dst_len);
-		if (hints != NULL && hints->ai_src_addr != NULL)
-			r->ai_src_addr = copy_sa(hints->ai_src_addr,
-				&r->ai_src_len);
+	if (ai != NULL) {
+		r->ai_family = ai->ai_family;
+		if (r->ai_flags & RAI_PASSIVE)
+			ok = take_sa(&r->ai_src_addr, &r->ai_src_len,
+				ai->ai_addr);
+		else
+			ok = take_sa(&r->ai_dst_addr, &r->ai_dst_len,
+				ai->ai_addr);
+		freeaddrinfo(ai);
+	} else if (hints->ai_dst_len > 0 && hints->ai_dst_addr != NULL) {
+		ok = take_sa(&r->ai_dst_addr, &r->ai_dst_len,
+			hints->ai_dst_addr);
 	}
-	freeaddrinfo(ai);
-	if ((r->ai_flags & RAI_PASSIVE) ? r->ai_src_addr == NULL :
-			r->ai_dst_addr == NULL) {
+	if (ok && r->ai_src_addr == NULL && hints != NULL &&
+			hints->ai_src_len > 0 && hints->ai_src_addr != NULL)
+		ok = take_sa(&r->ai_src_addr, &r->ai_src_len,
+			hints->ai_src_addr);
+	if (ok && r->ai_family == 0)
+		r->ai_family = r->ai_dst_addr != NULL ?
+			r->ai_dst_addr->sa_family : r->ai_src_addr != NULL ?
+			r->ai_src_addr->sa_family : 0;
+	if (!ok) {
 		rdma_freeaddrinfo(r);
 		errno = ENOMEM;
 		return -1;

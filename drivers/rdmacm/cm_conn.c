@@ -34,6 +34,27 @@ min8(uint8_t a, uint8_t b)
 	return a < b ? a : b;
 }
 
+/*
+ * A depth the application asks for: RDMA_MAX_RESP_RES and
+ * RDMA_MAX_INIT_DEPTH (0xFF) mean the device's most, bounded by what
+ * the peer offered (librpma asks so); above the device's most, EINVAL,
+ * as rdma-core's librdmacm checks before the kernel sees it.
+ */
+static int
+depth(uint8_t want, uint8_t dev_max, uint8_t peer, uint8_t *out)
+{
+	if (want == RDMA_MAX_RESP_RES) {
+		*out = min8(dev_max, peer);
+		return 0;
+	}
+	if (want > dev_max) {
+		errno = EINVAL;
+		return -1;
+	}
+	*out = want;
+	return 0;
+}
+
 static struct cm_id_priv *
 find_by_local(uint32_t local_comm_id)
 {
@@ -223,8 +244,13 @@ conn_params(struct cm_id_priv *p, const struct rdma_conn_param *param)
 	if (param != NULL && param->private_data_len > 0 &&
 			param->private_data == NULL)
 		return -1;
-	p->resp_res = param != NULL ? param->responder_resources : 1;
-	p->init_depth = param != NULL ? param->initiator_depth : 1;
+	p->resp_res = 1;
+	p->init_depth = 1;
+	if (param != NULL && (depth(param->responder_resources,
+			p->dev->max_resp_res, UINT8_MAX, &p->resp_res) != 0 ||
+			depth(param->initiator_depth, p->dev->max_init_depth,
+			UINT8_MAX, &p->init_depth) != 0))
+		return -1;
 	p->retry_count = param != NULL ? min8(param->retry_count, 7) : 7;
 	p->rnr_retry = param != NULL ? min8(param->rnr_retry_count, 7) : 7;
 	p->qpn = p->id.qp != NULL ? p->id.qp->qp_num :
@@ -529,6 +555,7 @@ static int
 accept_rc(struct cm_id_priv *p, const struct rdma_conn_param *param)
 {
 	uint8_t mad[CM_MAD_LEN];
+	uint8_t peer_init;
 	struct cm_rep r;
 	bool sr;
 
@@ -537,8 +564,15 @@ accept_rc(struct cm_id_priv *p, const struct rdma_conn_param *param)
 				(param->private_data_len > 0 &&
 				param->private_data == NULL))
 			return -1;
-		p->resp_res = param->responder_resources;
-		p->init_depth = min8(param->initiator_depth, p->init_depth);
+		/* the REQ's depths, swapped, are the most the peer takes */
+		peer_init = p->init_depth;
+		if (depth(param->responder_resources, p->dev->max_resp_res,
+				p->resp_res, &p->resp_res) != 0 ||
+				depth(param->initiator_depth,
+				p->dev->max_init_depth, peer_init,
+				&p->init_depth) != 0)
+			return -1;
+		p->init_depth = min8(p->init_depth, peer_init);
 	}
 	p->qpn = p->id.qp != NULL ? p->id.qp->qp_num :
 		param != NULL ? param->qp_num : 0;

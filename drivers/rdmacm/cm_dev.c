@@ -25,10 +25,34 @@ struct cm_global cm = {
 static pthread_once_t devices_once = PTHREAD_ONCE_INIT;
 static int devices_rc;
 
+/*
+ * IBTA 1.5's FLUSH placement types the device takes
+ * (IB_UVERBS_DEVICE_FLUSH_GLOBAL and _PERSISTENT, bits 38 and 39 of the
+ * extended capabilities, kernel >= 6.2), as the access flags of rdma-core
+ * >= 45 (IBV_ACCESS_FLUSH_GLOBAL and _PERSISTENT, bits 8 and 9): neither
+ * is named by the rdma-core 44 headers droce builds against.
+ */
+static unsigned int
+dev_flush_access(struct ibv_context *verbs)
+{
+	struct ibv_device_attr_ex ax;
+	unsigned int access = 0;
+
+	memset(&ax, 0, sizeof(ax));
+	if (ibv_query_device_ex(verbs, NULL, &ax) != 0)
+		return 0;
+	if (ax.device_cap_flags_ex & (1ULL << 38))
+		access |= 1u << 8;
+	if (ax.device_cap_flags_ex & (1ULL << 39))
+		access |= 1u << 9;
+	return access;
+}
+
 static void
 devices_open(void)
 {
 	struct ibv_device **list;
+	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	struct cm_dev *d, **tail = &cm.devs;
 	int i, n;
@@ -52,6 +76,15 @@ devices_open(void)
 		d->mtu = IBV_MTU_1024;
 		if (ibv_query_port(d->verbs, 1, &pa) == 0)
 			d->mtu = pa.active_mtu;
+		d->flush_access = dev_flush_access(d->verbs);
+		d->max_resp_res = 1;
+		d->max_init_depth = 1;
+		if (ibv_query_device(d->verbs, &da) == 0) {
+			d->max_resp_res = da.max_qp_rd_atom > UINT8_MAX - 1 ?
+				UINT8_MAX - 1 : (uint8_t)da.max_qp_rd_atom;
+			d->max_init_depth = da.max_qp_init_rd_atom > UINT8_MAX - 1 ?
+				UINT8_MAX - 1 : (uint8_t)da.max_qp_init_rd_atom;
+		}
 		*tail = d;
 		tail = &d->next;
 	}

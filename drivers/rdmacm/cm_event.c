@@ -272,6 +272,45 @@ rdma_event_str(enum rdma_cm_event_type event)
 	return "UNKNOWN EVENT";
 }
 
+/*
+ * Events of p waiting on from go to to, in their order, as the kernel's
+ * ucma moves a migrated ID's pending events to its new file: an
+ * ESTABLISHED that arrives between rdma_accept and rdma_migrate_id
+ * (librpma migrates its accepted IDs onto a channel of their own) was
+ * dropped, and the server saw the connection close before it opened.
+ * The entry left behind has no owner: a reader of from skips it, which
+ * keeps from's eventfd count right. Lock held.
+ */
+static void
+move_events(struct cm_id_priv *p, struct cm_channel *from,
+		struct cm_channel *to)
+{
+	struct cm_event_priv *e, *n;
+	uint64_t one = 1;
+
+	for (e = from->head; e != NULL; e = e->next) {
+		if (e->owner != p)
+			continue;
+		n = malloc(sizeof(*n));
+		if (n == NULL) {
+			e->owner = NULL;	/* dropped, as before */
+			continue;
+		}
+		memcpy(n, e, sizeof(*n));
+		if (n->ev.param.conn.private_data == e->pdata)
+			n->ev.param.conn.private_data = n->pdata;
+		n->next = NULL;
+		if (to->tail != NULL)
+			to->tail->next = n;
+		else
+			to->head = n;
+		to->tail = n;
+		if (write(to->ch.fd, &one, sizeof(one)) != sizeof(one))
+			abort();
+		e->owner = NULL;
+	}
+}
+
 int
 rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
@@ -285,12 +324,22 @@ rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	c = channel != NULL ? (struct cm_channel *)channel : cm_channel_new(true);
 	if (c == NULL)
 		return -1;
+	/*
+	 * A synchronous ID keeps its last event in id->event for the caller
+	 * to read, and acks it itself at its next call (cm_wait): nobody
+	 * else will ack it, so the wait below would never end. librpma
+	 * resolves a route on a synchronous ID and then migrates it onto its
+	 * own channel; rdma-core acks that event here too.
+	 */
+	if (p->sync)
+		cm_ack_last(p);
 	pthread_mutex_lock(&cm.lock);
 	/* events already got must be acked first: they name this ID */
 	while (p->events_out > 0)
 		pthread_cond_wait(&p->acked, &cm.lock);
 	old = p->chan;
-	cm_event_forget(p);
+	if (old != c)
+		move_events(p, old, c);
 	p->chan = c;
 	p->sync = channel == NULL;
 	id->channel = &c->ch;

@@ -53,6 +53,9 @@ struct cm_dev {
 	uint64_t guid;			/* host order */
 	uint8_t port_num;
 	enum ibv_mtu mtu;
+	uint8_t max_resp_res;		/* max_qp_rd_atom, for RDMA_MAX_RESP_RES */
+	uint8_t max_init_depth;		/* max_qp_init_rd_atom */
+	unsigned int flush_access;	/* the FLUSH access flags it takes */
 	struct ibv_pd *pd;		/* the default PD of IDs on the device */
 	bool up;			/* the GSI QP runs */
 	struct ibv_comp_channel *ch;
@@ -215,6 +218,8 @@ void cm_gid_to_sa(const uint8_t gid[16], uint16_t port, struct sockaddr *sa);
 uint16_t cm_sa_port(const struct sockaddr *sa);
 void cm_sa_set_port(struct sockaddr *sa, uint16_t port);
 bool cm_sa_any(const struct sockaddr *sa);
+/* 127.0.0.0/8 or ::1 */
+bool cm_sa_loopback(const struct sockaddr *sa);
 uint64_t cm_service_id(enum rdma_port_space ps, uint16_t port);
 
 /* cm_event.c: channels and events */

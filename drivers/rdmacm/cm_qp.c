@@ -51,9 +51,16 @@ cm_init_attr(struct cm_id_priv *p, struct ibv_qp_attr *a, int *mask)
 		} else {
 			a->qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
 				IBV_ACCESS_REMOTE_WRITE;
+			/*
+			 * and FLUSH where the device has it, as the kernel's
+			 * CM gives an RC QP since 6.2: librpma >= 1.3 flushes
+			 * natively over rdma_cm's QPs, whose responders
+			 * otherwise answer Invalid Request
+			 */
 			if (t == IBV_QPT_RC)
 				a->qp_access_flags |= IBV_ACCESS_REMOTE_READ |
-					IBV_ACCESS_REMOTE_ATOMIC;
+					IBV_ACCESS_REMOTE_ATOMIC |
+					(p->dev != NULL ? p->dev->flush_access : 0);
 			*mask |= IBV_QP_ACCESS_FLAGS;
 		}
 		return 0;

@@ -120,6 +120,18 @@ cm_sa_any(const struct sockaddr *sa)
 	return true;
 }
 
+bool
+cm_sa_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr)
+			>> 24) == IN_LOOPBACKNET;
+	if (sa->sa_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(
+			&((const struct sockaddr_in6 *)sa)->sin6_addr);
+	return false;
+}
+
 /* rdma_cm's service ID: the port space above the port (cma.c) */
 uint64_t
 cm_service_id(enum rdma_port_space ps, uint16_t port)

@@ -19,7 +19,13 @@ droce_dev_default_limits(struct droce_dev_limits *lim)
 	lim->max_sge = 32;
 	lim->max_inline = 256;
 	lim->max_cq = 4096;
-	lim->max_cqe = 65536;
+	/*
+	 * A ConnectX's 2^22 - 1: libfabric's ofi_rxm sizes one CQ for all
+	 * of its peers (128 sends and 128 receives for each of 1024 by
+	 * default, 262144 CQEs) and fails where a device has fewer. The
+	 * ring is calloc'd, so only the entries used are ever touched.
+	 */
+	lim->max_cqe = (1u << 22) - 1;
 	lim->max_mr = TP_KEY_SLOTS - 2;
 	lim->max_mr_size = 1ull << 40;
 	lim->max_pd = 4096;

@@ -9,15 +9,18 @@
  *
  * The client checks, in order: a connect to an address nobody answers
  * ends in ADDR_ERROR (or UNREACHABLE) within its timeout; a connect to a
- * port with no listener ends in REJECTED; hostile MADs to the server's
+ * port with no listener ends in REJECTED; librpma's and libfabric's
+ * habits (check_library_habits); hostile MADs to the server's
  * QP1 (a UD QP of its own with the CM's Q_Key); then rdma_post_send's
  * promises (rdma_verbs.h, seed 001): INLINE and SIGNALED sends return 0,
  * rdma_get_send_comp blocks and returns the completion, a send on a QP
  * moved to RESET fails with the verbs errno; a consumer reject (reason
  * 28 with the server's private data) and a server that vanishes after
  * taking the REQ (UNREACHABLE, ETIMEDOUT). The server checks that the
- * hostile MADs were dropped and counted (droce_cm_stats_get) and that it
- * still accepted the real connection. Attached to droced (DROCE_DAEMON),
+ * hostile MADs were dropped and counted (droce_cm_stats_get), that it
+ * still accepted the real connection, and that the client's DISCONNECTED,
+ * pending on the ID's channel, follows the ID to another channel
+ * (rdma_migrate_id). Attached to droced (DROCE_DAEMON),
  * the daemon answers the REQ to no listener, drops the hostile MADs, and
  * answers a REQ whose server died with a REJ.
  */
@@ -26,6 +29,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -296,6 +300,57 @@ check_multicast(void)
 	rdma_destroy_event_channel(ch);
 }
 
+/*
+ * Habits of librpma and libfabric's verbs provider that rdma-core
+ * serves: a synchronous ID that resolved its route moves onto a channel
+ * (rdma_migrate_id acks the ID's last event itself; droce's waited for
+ * that ack forever), a loopback address binds (to no device: libfabric
+ * then takes its devices' interface addresses), rdma_getaddrinfo with
+ * neither node nor service gives back the hints' addresses.
+ */
+static void
+check_library_habits(const char *srv)
+{
+	struct sockaddr_in dst = sin_of(srv, 7471), lo = sin_of("127.0.0.1", 0);
+	struct rdma_addrinfo hints, *res = NULL;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_id *id;
+	int rc;
+
+	ch = rdma_create_event_channel();
+	CHECK(ch != NULL && rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0,
+		"a synchronous ID");
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 10000) == 0 &&
+		rdma_resolve_route(id, 10000) == 0,
+		"synchronous address and route resolution");
+	/* a hang here is the failure: the alarm ends the process */
+	alarm(60);
+	rc = rdma_migrate_id(id, ch);
+	alarm(0);
+	CHECK(rc == 0 && id->channel == ch,
+		"rdma_migrate_id of a synchronous ID that has an event");
+	rdma_destroy_id(id);
+
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0 &&
+		rdma_bind_addr(id, (struct sockaddr *)&lo) == 0 &&
+		id->verbs == NULL, "rdma_bind_addr 127.0.0.1: bound, no device");
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_port_space = RDMA_PS_TCP;
+	hints.ai_dst_addr = (struct sockaddr *)&dst;
+	hints.ai_dst_len = sizeof(dst);
+	rc = rdma_getaddrinfo(NULL, NULL, &hints, &res);
+	CHECK(rc == 0 && res->ai_dst_addr != NULL &&
+		res->ai_dst_len == sizeof(dst) &&
+		memcmp(res->ai_dst_addr, &dst, sizeof(dst)) == 0 &&
+		res->ai_family == AF_INET,
+		"rdma_getaddrinfo(NULL, NULL): the hints' destination");
+	if (rc == 0)
+		rdma_freeaddrinfo(res);
+}
+
 /* a synchronous connect to the server's listener; -1 and errno */
 static int
 connect_sync(const char *srv, struct rdma_cm_id **id)
@@ -369,6 +424,7 @@ client(const char *srv)
 	check_unreachable();
 	check_no_listener(srv);
 	check_multicast();
+	check_library_habits(srv);
 	send_hostile(srv);
 
 	memset(&hints, 0, sizeof(hints));
@@ -415,6 +471,39 @@ client(const char *srv)
 	rdma_destroy_ep(id);
 	check_reject_and_vanish(srv);
 	return failures ? 1 : 0;
+}
+
+/* fd readable within secs */
+static int
+readable(int fd, int secs)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+
+	return poll(&pfd, 1, secs * 1000) == 1;
+}
+
+/*
+ * The client disconnects: once its DISCONNECTED waits on the ID's own
+ * channel, the ID moves onto another, and the event must go with it, as
+ * the kernel's ucma moves a migrated ID's pending events (droce's
+ * dropped them: librpma, which migrates an accepted ID onto its own
+ * channel, then missed an ESTABLISHED that came in between).
+ */
+static void
+check_migrate_pending(struct rdma_cm_id *id)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev;
+
+	CHECK(readable(id->channel->fd, 120),
+		"the client's DISCONNECTED waits on the ID's channel");
+	CHECK(ch != NULL && rdma_migrate_id(id, ch) == 0,
+		"rdma_migrate_id with an event pending");
+	CHECK(ch != NULL && readable(ch->fd, 30) &&
+		rdma_get_cm_event(ch, &ev) == 0 &&
+		ev->event == RDMA_CM_EVENT_DISCONNECTED && ev->id == id &&
+		rdma_ack_cm_event(ev) == 0,
+		"the pending DISCONNECTED moved with it");
 }
 
 static int
@@ -479,6 +568,7 @@ server(const char *addr)
 		CHECK(st.rx_drop_orphan >= 1 && st.rej_sent >= 1,
 			"a REQ to no listener: dropped once, then a REJ");
 	}
+	check_migrate_pending(id);
 	rdma_disconnect(id);
 	rdma_dereg_mr(mr);
 	rdma_destroy_ep(id);
