@@ -12,6 +12,7 @@
  *
  *   droce-incast-sim [--senders 8,64] [--gbps 25,100]
  *       [--cc dcqcn,delay,none] [--delay-target-us US] [--delay-ai-mbps M]
+ *       [--np-gap-us US]
  *       [--mark ecn|none] [--run-ms 50] [--warm-ms 10] [--size B]
  *       [--depth N] [--mtu 4096] [--rtt-us 4] [--buffer-kb K]
  *       [--kmin-kb K] [--kmax-kb K] [--pmax P] [--sr 0|1]
@@ -36,7 +37,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: droce-incast-sim [--senders N,..] [--gbps G,..] "
 		"[--cc dcqcn,delay,none] [--mark ecn|none] [--run-ms MS] "
-		"[--delay-target-us US] [--delay-ai-mbps M] "
+		"[--delay-target-us US] [--delay-ai-mbps M] [--np-gap-us US] "
 		"[--warm-ms MS] [--size B] [--depth N] [--mtu B] [--rtt-us US] "
 		"[--buffer-kb K] [--kmin-kb K] [--kmax-kb K] [--pmax P] "
 		"[--sr 0|1] [--rto-min-us US] [--series FILE] "
@@ -146,6 +147,7 @@ main(int argc, char **argv)
 		{ "rp", required_argument, NULL, 'R' },
 		{ "delay-target-us", required_argument, NULL, 'D' },
 		{ "delay-ai-mbps", required_argument, NULL, 'A' },
+		{ "np-gap-us", required_argument, NULL, 'N' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *senders = "8,64", *gbps = "25,100", *ccs = "dcqcn,none";
@@ -185,6 +187,8 @@ main(int argc, char **argv)
 				0) * 1000;
 			break;
 		case 'A': c.delay_ai_mbps = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
+		case 'N': c.np_gap_ns = (uint32_t)strtoul(optarg, NULL, 0) * 1000;
 			break;
 		case 'R':
 			if (rp_parse(optarg, &rp) != 0)

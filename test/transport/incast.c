@@ -199,6 +199,7 @@ fabric_up(const struct incast_conf *c, struct fabric *fab)
 	fc.dev.rto_min_us = c->rto_min_us;
 	fc.dev.delay_target_ns = c->delay_target_ns;
 	fc.dev.delay_ai_mbps = c->delay_ai_mbps;
+	fc.dev.np_min_time_between_cnps_ns = c->np_gap_ns;
 	if (c->dcqcn) {
 		fc.dev.dcqcn = *c->dcqcn;
 		fc.dev.dcqcn_set = 1;

@@ -33,6 +33,7 @@ struct incast_conf {
 	uint32_t rto_min_us, timeout;
 	const struct droce_dcqcn_params *dcqcn;	/* NULL: ConnectX's */
 	uint32_t delay_target_ns, delay_ai_mbps;	/* DROCE_CC_DELAY */
+	uint32_t np_gap_ns;	/* np_min_time_between_cnps (0: 4 us) */
 	uint64_t seed;
 	FILE *series;	/* CSV: t_us, queue bytes, each flow's Gbit/s,
 			 * each flow's DCQCN rate */
