@@ -314,12 +314,14 @@ check_library_habits(const char *srv)
 	struct sockaddr_in dst = sin_of(srv, 7471), lo = sin_of("127.0.0.1", 0);
 	struct rdma_addrinfo hints, *res = NULL;
 	struct rdma_event_channel *ch;
-	struct rdma_cm_id *id;
+	struct rdma_cm_id *id = NULL;
 	int rc;
 
 	ch = rdma_create_event_channel();
 	CHECK(ch != NULL && rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) == 0,
 		"a synchronous ID");
+	if (id == NULL)
+		return;
 	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 10000) == 0 &&
 		rdma_resolve_route(id, 10000) == 0,
 		"synchronous address and route resolution");
