@@ -19,7 +19,7 @@
  *       [--rto-min-us US] [--series FILE] [--rp KEY=VALUE,...]
  *
  * The switch: a buffer of 1 MB per 25 Gbit/s of port speed, marking
- * from Kmin 30 KB to Kmax 120 KB with Pmax 50%. Hosts: selective repeat
+ * from Kmin 30 KB to Kmax 120 KB with Pmax 20%. Hosts: selective repeat
  * (droce peers), DCQCN with ConnectX's parameters unless --rp names
  * others (doc/perf.md, "Congestion", has the runs and why).
  */
@@ -155,7 +155,7 @@ main(int argc, char **argv)
 	struct droce_dcqcn_params rp;
 	struct incast_conf c;
 	int64_t buffer_kb = -1, kmin_kb = -1, kmax_kb = -1;
-	double pmax = 0.5;
+	double pmax = 0.2;
 	int opt, rc = 0, rp_set = 0;
 	char list_n[128], list_g[128], list_c[128];
 	char *sn, *sg, *sc, *s1 = NULL, *s2 = NULL, *s3 = NULL;
