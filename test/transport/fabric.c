@@ -225,7 +225,8 @@ fab_step(struct fabric *f, uint64_t dt)
 			f->scratch[n++] = fifo_pop(&h->up);
 		}
 	}
-	qsort(f->scratch, n, sizeof(*f->scratch), cmp_due);
+	if (n > 1)
+		qsort(f->scratch, n, sizeof(*f->scratch), cmp_due);
 	for (k = 0; k < n; k++)
 		switch_in(f, f->scratch[k]);
 	for (i = 0; i < f->c.hosts; i++) {
