@@ -311,12 +311,14 @@ on_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 			if (ack_before(qp, psn, &rw))
 				psn = rw;
 			progress_made(qp, rw);
-			if (qp->retries_left == 0) {
-				fail_wqe(qp, tp_wqe_of_psn(qp, psn),
-					IBV_WC_RETRY_EXC_ERR);
-				return;
+			if (tp_rto_nak_charges(qp, qp->queue->now)) {
+				if (qp->retries_left == 0) {
+					fail_wqe(qp, tp_wqe_of_psn(qp, psn),
+						IBV_WC_RETRY_EXC_ERR);
+					return;
+				}
+				qp->retries_left--;
 			}
-			qp->retries_left--;
 			qp->st.retransmits++;
 			tp_req_rewind(qp, psn);
 			break;

@@ -772,6 +772,7 @@ void tp_rto_sent(struct droce_qp *qp, uint32_t psn, uint64_t now);
 void tp_rto_progress(struct droce_qp *qp, uint32_t new_una, uint64_t now);
 void tp_rto_resend(struct droce_qp *qp);
 int tp_rto_expired(struct droce_qp *qp, uint64_t now);
+int tp_rto_nak_charges(struct droce_qp *qp, uint64_t now);
 /* About one round trip and its variation, no floor: how long an answer
  * asked again may take before it is asked once more. */
 uint64_t tp_rto_rtt_ns(const struct droce_qp *qp);

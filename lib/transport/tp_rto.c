@@ -117,6 +117,25 @@ tp_rto_expired(struct droce_qp *qp, uint64_t now)
 	return 1;
 }
 
+/*
+ * A sequence NAK without progress charges the retry budget as a timeout
+ * does: once a whole local ACK timeout has passed since the budget was
+ * last charged or the acknowledgements last moved. Under reordering and
+ * delay a burst of NAKs for the same hole, each answered by a rewind,
+ * is one event: counted one by one, eight of them within a millisecond
+ * failed a QP whose peer was answering (dpdk_memif_fault_injection).
+ * With no timeout (0: infinite), each counts, as before. 1 if charged.
+ */
+int
+tp_rto_nak_charges(struct droce_qp *qp, uint64_t now)
+{
+	if (qp->timeout &&
+			now - qp->retry_mark < droce_ack_timeout_ns(qp->timeout))
+		return 0;
+	qp->retry_mark = now;
+	return 1;
+}
+
 uint64_t
 tp_rto_rtt_ns(const struct droce_qp *qp)
 {
