@@ -178,6 +178,7 @@ int da_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 		struct ibv_recv_wr **bad_wr);
 int da_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int da_cq_take(struct dv_cq *cq, struct ibv_wc *wc, int n);
+void da_cq_forget_qp(struct dv_cq *cq, uint32_t qpn);
 int da_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 struct ibv_mw *da_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int da_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);

@@ -17,6 +17,7 @@
 
 #include <assert.h>
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attach.h"
@@ -355,10 +356,62 @@ da_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
  * the daemon lost a completion and none is left (as dv_poll_cq), or -1
  * (errno EIO) once the daemon is gone.
  */
+/* Whether the completion at ring index i is of a QP destroyed since. */
+static int
+cq_gone(const struct dv_cq *cq, const struct ibv_wc *wc, uint32_t i)
+{
+	uint32_t k;
+
+	for (k = 0; k < cq->ngone; k++)
+		if (wc->qp_num == cq->gone[k].qpn &&
+				(int32_t)(i - cq->gone[k].bound) < 0)
+			return 1;
+	return 0;
+}
+
+/* Records the ring has passed are done with (cq->lock held). */
+static void
+cq_gone_expire(struct dv_cq *cq, uint32_t cons)
+{
+	uint32_t k = 0;
+
+	while (k < cq->ngone)
+		if ((int32_t)(cons - cq->gone[k].bound) >= 0)
+			cq->gone[k] = cq->gone[--cq->ngone];
+		else
+			k++;
+}
+
+/*
+ * A QP goes: its completions the daemon already put in the ring go with
+ * it, as a ConnectX provider cleans its CQs when it destroys a QP (the
+ * daemon's transport dropped those it still held). Everything of the QP
+ * is before the ring's prod now: the daemon destroyed it before it
+ * answered. Without memory for the record, they stay (as before).
+ */
+void
+da_cq_forget_qp(struct dv_cq *cq, uint32_t qpn)
+{
+	struct dv_cq_gone *g;
+
+	pthread_spin_lock(&cq->lock);
+	cq_gone_expire(cq, cq->sh->cons);
+	g = realloc(cq->gone, (cq->ngone + 1) * sizeof(*g));
+	if (g != NULL) {
+		cq->gone = g;
+		g[cq->ngone].qpn = qpn;
+		g[cq->ngone].bound = __atomic_load_n(&cq->sh->prod,
+			__ATOMIC_ACQUIRE);
+		if (g[cq->ngone].bound != cq->sh->cons)
+			cq->ngone++;
+	}
+	pthread_spin_unlock(&cq->lock);
+}
+
 int
 da_cq_take(struct dv_cq *cq, struct ibv_wc *wc, int n)
 {
-	uint32_t prod, cons, avail, i;
+	uint32_t prod, cons, avail, got = 0;
 
 	if (dead(cq->ctx)) {
 		errno = EIO;
@@ -370,16 +423,27 @@ da_cq_take(struct dv_cq *cq, struct ibv_wc *wc, int n)
 	avail = prod - cons;
 	if (avail > cq->size)
 		avail = cq->size;	/* never more than the ring holds */
-	if ((uint32_t)n < avail)
-		avail = (uint32_t)n;
-	for (i = 0; i < avail; i++)
-		wc[i] = cq->wc[(cons + i) & (cq->size - 1)];
-	if (avail)
-		__atomic_store_n(&cq->sh->cons, cons + avail, __ATOMIC_RELEASE);
+	if (cq->ngone == 0) {
+		if ((uint32_t)n < avail)
+			avail = (uint32_t)n;
+		for (got = 0; got < avail; got++)
+			wc[got] = cq->wc[(cons + got) & (cq->size - 1)];
+		cons += got;
+	} else {
+		for (; avail > 0 && got < (uint32_t)n; avail--, cons++) {
+			const struct ibv_wc *w = &cq->wc[cons & (cq->size - 1)];
+
+			if (!cq_gone(cq, w, cons))
+				wc[got++] = *w;
+		}
+		cq_gone_expire(cq, cons);
+	}
+	if (cons != cq->sh->cons)
+		__atomic_store_n(&cq->sh->cons, cons, __ATOMIC_RELEASE);
 	pthread_spin_unlock(&cq->lock);
-	if (avail == 0 && __atomic_load_n(&cq->sh->overflow, __ATOMIC_RELAXED))
+	if (got == 0 && __atomic_load_n(&cq->sh->overflow, __ATOMIC_RELAXED))
 		return -EOVERFLOW;
-	return (int)avail;
+	return (int)got;
 }
 
 int

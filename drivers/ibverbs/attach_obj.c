@@ -554,8 +554,16 @@ da_resize_cq(struct dv_cq *cq, int cqe)
 		rc = EPROTO;
 	if (rc == 0)
 		rc = cq_rings(a, cq, &p);
-	if (rc == 0)
+	if (rc == 0) {
+		uint32_t k, prod = __atomic_load_n(&cq->sh->prod,
+			__ATOMIC_ACQUIRE);
+
 		cq->ex.cqe = (int)p.cqe;
+		/* the ring is new: what it holds of a QP destroyed since
+		 * is before its prod */
+		for (k = 0; k < cq->ngone; k++)
+			cq->gone[k].bound = prod;
+	}
 	pthread_spin_unlock(&cq->lock);
 	return rc;
 }
@@ -580,6 +588,7 @@ da_destroy_cq(struct dv_cq *cq)
 		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
 	pthread_mutex_unlock(&ibcq->mutex);
 	pthread_spin_destroy(&cq->lock);
+	free(cq->gone);
 	free(cq);
 	return 0;
 }

@@ -306,10 +306,15 @@ int
 da_destroy_qp(struct dv_qp *qp)
 {
 	struct da_ctx *a = qp->ctx->att;
+	struct ibv_qp *ibqp = &qp->ex.qp_base;
 	int rc = destroy_req(a, DROCE_OP_DESTROY_QP, qp->handle);
 
 	if (rc != 0)
 		return rc;
+	if (ibqp->send_cq != NULL)
+		da_cq_forget_qp(dv_cq(ibqp->send_cq), ibqp->qp_num);
+	if (ibqp->recv_cq != NULL && ibqp->recv_cq != ibqp->send_cq)
+		da_cq_forget_qp(dv_cq(ibqp->recv_cq), ibqp->qp_num);
 	da_obj_del(a, DA_QP, qp->handle);
 	dv_qp_ex_fini(qp);
 	wq_fini(&qp->sq);

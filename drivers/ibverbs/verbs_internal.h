@@ -115,6 +115,12 @@ struct dv_cq {
 	struct ibv_wc *wc;
 	uint32_t size;
 	uint32_t events_seen;		/* firings of sh->events reported */
+	/* QPs destroyed with completions maybe still in the ring: those
+	 * before bound are dropped (da_cq_forget_qp) */
+	struct dv_cq_gone {
+		uint32_t qpn, bound;
+	} *gone;
+	uint32_t ngone;
 };
 
 struct dv_srq {

@@ -152,6 +152,29 @@ tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited)
 	return 0;
 }
 
+/*
+ * A QP goes: its completions still in the CQ go with it, as a ConnectX
+ * provider cleans its CQs when it destroys a QP. Programs rely on it:
+ * libfabric's ofi_rxm reposts the buffer of any successful receive to
+ * its QP, freed by then (a crash at teardown, found under droced).
+ */
+void
+tp_cq_purge_qp(struct droce_cq *cq, uint32_t qpn)
+{
+	uint32_t from, to = cq->tail;
+
+	for (from = cq->tail; from != cq->head; from++) {
+		const struct ibv_wc *wc = &cq->ring[from & (cq->size - 1)];
+
+		if (wc->qp_num == qpn)
+			continue;
+		if (to != from)
+			cq->ring[to & (cq->size - 1)] = *wc;
+		to++;
+	}
+	cq->head = to;
+}
+
 int
 droce_cq_poll(struct droce_cq *cq, struct ibv_wc *wc, int n)
 {

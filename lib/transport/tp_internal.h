@@ -747,6 +747,8 @@ int tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited);
  */
 struct ibv_wc *tp_cq_slot(struct droce_cq *cq);
 void tp_cq_commit(struct droce_cq *cq, int solicited);
+/* Drops the completions of QP qpn not yet polled (its destruction). */
+void tp_cq_purge_qp(struct droce_cq *cq, uint32_t qpn);
 
 /* tp_qp.c */
 /* A QP of type t (its own type, XRC ones included) on queue q with no

@@ -640,6 +640,11 @@ droce_qp_destroy(struct droce_qp *qp)
 		return -EBUSY;
 	}
 	tp_resp_last_ack(qp);	/* the frame outlives the QP */
+	if (qp->xrc != IBV_QPT_XRC_RECV) {
+		tp_cq_purge_qp(qp->scq, qp->qpn);
+		if (qp->rcq != NULL && qp->rcq != qp->scq)
+			tp_cq_purge_qp(qp->rcq, qp->qpn);
+	}
 	dev->qp_tab[tp_qpn_slot(dev, qp->qpn)] = NULL;
 	/* the slot's next QP gets another number (QP1 keeps its own) */
 	if (qp->qpn != TP_GSI_QPN)

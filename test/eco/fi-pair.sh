@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # fi-pair.sh DROCE-RUN [--expect REGEX]... [--ready-port PORT]
-#            [--daemons DROCED] [--env K=V]... -- SERVER ARGS... -- CLIENT ARGS...
+#            [--daemons DROCED] [--env K=V]... [--server-stays]
+#            -- SERVER ARGS... -- CLIENT ARGS...
 #
 # Runs an unmodified libfabric program pair (fi_pingpong, test/eco's
 # fi_bw, an MPI rank) over droce between two processes joined by a
@@ -17,7 +18,9 @@
 # programs' own TCP side channels (fi_pingpong's control port) go over
 # it, the RDMA traffic over droce's memif link. --ready-port: the client
 # starts once the server listens on that TCP port in its namespace
-# (otherwise once its output says "listening"). Passes when both exit 0
+# (otherwise once its output says "listening"). --server-stays: the
+# server serves until stopped (qperf), so it is stopped once the client
+# is done. Passes when both exit 0
 # and the client's output matches every --expect. Everything started is
 # torn down, namespaces included, also on failure.
 set -uo pipefail
@@ -28,12 +31,14 @@ expects=()
 ready_port=""
 droced=""
 envs=()
+server_stays=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--expect) expects+=("$2"); shift 2 ;;
 	--ready-port) ready_port=$2; shift 2 ;;
 	--daemons) droced=$2; shift 2 ;;
 	--env) envs+=("$2"); shift 2 ;;
+	--server-stays) server_stays=1; shift ;;
 	--) shift; break ;;
 	*) echo "fi-pair: bad argument $1" >&2; exit 2 ;;
 	esac
@@ -112,7 +117,13 @@ ip netns exec "$nsb" timeout -k 5 "${FI_TIMEOUT:-240}" env "${envs[@]}" \
 cli=$!
 pids+=($cli)
 wait "$cli"; crc=$?
-wait "$srv"; src=$?
+if [ "$server_stays" = 1 ]; then
+	kill -TERM "$srv" 2>/dev/null
+	wait "$srv"
+	src=0
+else
+	wait "$srv"; src=$?
+fi
 echo "----- server (exit $src)"; cat "$work/server.log"
 echo "----- client (exit $crc)"; cat "$work/client.log"
 fail=0

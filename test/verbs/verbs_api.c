@@ -29,6 +29,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <stdint.h>
@@ -363,6 +364,54 @@ test_wr_api(struct ibv_cq *cqa, struct ibv_cq *cqb, struct ibv_qp *peer_b)
 		"the inline data landed (copied when set)");
 	ibv_destroy_qp(q);
 	(void)cqb;
+}
+
+/*
+ * A destroyed QP's completions not yet polled go with it (as a ConnectX
+ * provider cleans its CQs): libfabric's ofi_rxm reposts the buffer of
+ * any successful receive it polls to the receive's QP, which it closed.
+ * x -> y and x2 -> z, y and z sharing one CQ: once both sends completed
+ * (each after its receive), destroying y leaves z's receive alone.
+ */
+static void
+test_destroy_purges(void)
+{
+	struct ibv_cq *cqx = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *cqy = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *x, *x2, *y, *z;
+	struct ibv_wc wc[4];
+	int got;
+
+	x = cqx && cqy ? make_qp(cqx, cqx, NULL) : NULL;
+	x2 = cqx && cqy ? make_qp(cqx, cqx, NULL) : NULL;
+	y = cqx && cqy ? make_qp(cqy, cqy, NULL) : NULL;
+	z = cqx && cqy ? make_qp(cqy, cqy, NULL) : NULL;
+	if (!x || !x2 || !y || !z || to_init(x) || to_init(x2) || to_init(y) ||
+			to_init(z) || to_rts(x, y->qp_num) ||
+			to_rts(y, x->qp_num) || to_rts(x2, z->qp_num) ||
+			to_rts(z, x2->qp_num)) {
+		CHECK(0, "destroy purges: set-up: %s", strerror(errno));
+		return;
+	}
+	CHECK(post_recv(y, 71, 0, 64) == 0 && post_recv(z, 72, 64, 64) == 0 &&
+		post_send(x, 81, 128, 64, 0) == 0 &&
+		post_send(x2, 82, 192, 64, 0) == 0, "destroy purges: posted");
+	got = poll_n(cqx, wc, 2, 5000);
+	CHECK(got == 2 && wc[0].status == IBV_WC_SUCCESS &&
+		wc[1].status == IBV_WC_SUCCESS, "destroy purges: both sends "
+		"completed (%d)", got);
+	CHECK(ibv_destroy_qp(y) == 0, "destroy purges: y destroyed with its "
+		"receive's completion unpolled");
+	got = poll_n(cqy, wc, 2, 300);
+	CHECK(got == 1 && wc[0].qp_num == z->qp_num && wc[0].wr_id == 72,
+		"destroy purges: the CQ keeps z's completion only (%d, QP %u "
+		"wr %" PRIu64 ")", got, got ? wc[0].qp_num : 0,
+		got ? wc[0].wr_id : 0);
+	ibv_destroy_qp(x);
+	ibv_destroy_qp(x2);
+	ibv_destroy_qp(z);
+	ibv_destroy_cq(cqx);
+	ibv_destroy_cq(cqy);
 }
 
 static enum ibv_qp_state
@@ -1387,6 +1436,7 @@ main(void)
 	test_srq_limit(cqa);
 	drain(cqa);
 	drain(cqb);
+	test_destroy_purges();
 	test_mw(cqa, cqb);
 
 	ibv_destroy_qp(a);
