@@ -368,6 +368,41 @@ da_chan_poke(struct dv_channel *ch)
 		return;
 }
 
+/* Whether a CQ of the channel fired since we last reported it. */
+static int
+chan_fired(struct dv_channel *ch)
+{
+	uint32_t i;
+	int any = 0;
+
+	pthread_mutex_lock(&ch->lock);
+	for (i = 0; i < ch->ncqs && !any; i++)
+		any = (int32_t)(__atomic_load_n(&ch->cqs[i]->sh->events,
+			__ATOMIC_ACQUIRE) - ch->cqs[i]->events_seen) > 0;
+	pthread_mutex_unlock(&ch->lock);
+	return any;
+}
+
+/*
+ * Before it sleeps, a waiting thread watches its CQs' firing counters in
+ * the shared region a while (DROCE_EVENT_SPIN_US): the daemon's busy
+ * lcores deliver a completion within microseconds, and one seen here
+ * costs no wake-up (the daemon's pipe byte is read at once after).
+ */
+static void
+chan_spin(struct dv_channel *ch)
+{
+	uint64_t budget = dv_event_spin_ns(), t0;
+	uint32_t n = 0;
+
+	if (budget == 0 || chan_fired(ch) || !dv_fd_blocks(ch->ch.fd))
+		return;
+	t0 = dv_now_ns();
+	while (!chan_fired(ch))
+		if ((++n & 15) == 0 && dv_now_ns() - t0 >= budget)
+			break;
+}
+
 /*
  * One firing per call: read a byte (blocking per the fd's flags), take
  * one firing of a CQ whose events counter is ahead of what we reported,
@@ -385,6 +420,7 @@ da_get_cq_event(struct dv_channel *ch, struct ibv_cq **cqp, void **cq_ctx)
 	uint32_t i;
 	char b;
 
+	chan_spin(ch);
 	for (;;) {
 		if (da_dead(a))
 			break;

@@ -11,7 +11,10 @@
  */
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -119,7 +122,90 @@ dv_cq_notify(void *arg, struct droce_cq *tcq)
 	}
 	c->fired[c->tail++ % c->cap] = cq;
 	pthread_mutex_unlock(&c->lock);
-	efd_signal(c->ch.fd);
+	/* once the queue's lock is let go: the woken thread's first call,
+	 * ibv_req_notify_cq, takes it */
+	droce_port_signal(cq->ctx->dev->port, cq->q, c->ch.fd);
+}
+
+/* DROCE_EVENT_SPIN_US, in ns (100 us unless set) */
+uint64_t
+dv_event_spin_ns(void)
+{
+	static uint64_t ns = UINT64_MAX;
+	uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
+
+	if (v == UINT64_MAX) {
+		const char *s = droce_conf_get("DROCE_EVENT_SPIN_US");
+
+		v = s != NULL && s[0] ? strtoull(s, NULL, 10) * 1000 : 100000;
+		__atomic_store_n(&ns, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+/* Whether a read of fd waits (the application may set O_NONBLOCK on a
+ * channel's fd at any time: asked each time, only when nothing fired). */
+int
+dv_fd_blocks(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	return fl >= 0 && !(fl & O_NONBLOCK);
+}
+
+uint64_t
+dv_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static int
+fired(struct dv_channel *c)
+{
+	return __atomic_load_n(&c->tail, __ATOMIC_ACQUIRE) !=
+		__atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A thread about to sleep in ibv_get_cq_event drives its channel's
+ * queues itself for a while first (its CPU is free while it waits, as
+ * with the kernel's busy polling of sockets): a completion that comes
+ * meanwhile costs no wake-up, and a request-response program runs at
+ * its polling speed. Then the progress thread takes the queues at once
+ * (droce_port_kick) and serves them without naps (droce_port_armed).
+ */
+static void
+event_spin(struct dv_channel *c)
+{
+	struct dv_context *ctx = dv_ctx(c->ch.context);
+	struct droce_port *port = ctx->dev->port;
+	uint64_t mask = __atomic_load_n(&c->qmask, __ATOMIC_RELAXED);
+	uint64_t budget = dv_event_spin_ns(), t0;
+	uint32_t q, nq = ctx->dev->nb_queues, n = 0;
+
+	if (mask == 0 || port == NULL || fired(c) || !dv_fd_blocks(c->ch.fd))
+		return;
+	t0 = dv_now_ns();
+	for (;;) {
+		for (q = 0; q < nq; q++)
+			if (mask & (1ull << (q % 64)))
+				droce_port_progress(port, q);
+		if (fired(c))
+			return;
+		if (budget == 0 ||
+				((++n & 7) == 0 && dv_now_ns() - t0 >= budget))
+			break;
+		/* the progress thread, a peer on this machine: on few
+		 * CPUs they may wait for this one */
+		if ((n & 63) == 0)
+			sched_yield();
+	}
+	for (q = 0; q < nq; q++)
+		if (mask & (1ull << (q % 64)))
+			droce_port_kick(port, q);
 }
 
 int
@@ -131,6 +217,7 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 
 	if (da_attached(channel->context))
 		return da_get_cq_event(c, cq, cq_context);
+	event_spin(c);
 	if (efd_wait(channel->fd) != 0)
 		return -1;
 	pthread_mutex_lock(&c->lock);

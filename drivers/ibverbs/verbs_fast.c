@@ -149,6 +149,6 @@ dv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 	droce_port_lock(port, cq->q);
 	rc = droce_cq_arm(cq->tcq, solicited_only);
 	droce_port_unlock(port, cq->q);
-	droce_port_kick(port, cq->q);
+	droce_port_armed(port, cq->q);
 	return rc < 0 ? -rc : 0;
 }

@@ -90,6 +90,7 @@ struct dv_channel {
 	pthread_mutex_t lock;
 	struct dv_cq **fired;
 	uint32_t head, tail, cap;
+	uint64_t qmask;			/* queues of its CQs (bit q % 64) */
 	/* attached: the daemon's channel (ch.fd the read end of its pipe,
 	 * put_fd a write end of our own) and the CQs it serves */
 	uint32_t handle;
@@ -186,6 +187,11 @@ int dv_query_port(struct ibv_context *ctx, uint8_t port,
 
 /* verbs_port.c: the data path behind a device */
 int dv_port_get(struct dv_context *ctx);
+
+/* verbs_event.c: waiting on a completion channel */
+uint64_t dv_event_spin_ns(void);
+int dv_fd_blocks(int fd);
+uint64_t dv_now_ns(void);
 void dv_port_put(struct dv_context *ctx);
 int dv_resolve(struct dv_context *ctx, const struct ibv_ah_attr *ah,
 		struct droce_av *av);

@@ -112,8 +112,11 @@ dv_cq_create(struct ibv_context *context, int cqe, void *cq_context,
 	pthread_cond_init(&cq->ex.cond, NULL);
 	if (channel != NULL) {
 		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
+		__atomic_fetch_or(&((struct dv_channel *)channel)->qmask,
+			1ull << (cq->q % 64), __ATOMIC_RELAXED);
 		droce_port_lock(d->port, cq->q);
 		droce_cq_set_notify(cq->tcq, dv_cq_notify, cq);
+		droce_cq_set_awaited(cq->tcq);
 		droce_port_unlock(d->port, cq->q);
 	}
 	dv_cq_ex_setup(cq);

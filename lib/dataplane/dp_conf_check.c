@@ -156,6 +156,10 @@ static const struct ck_key ck_keys[] = {
 		"listens on it (/run/droce/droced.sock)" },
 	{ "DROCE_DEBUG", CK_FLAG, 0, 0, NULL, 0, VERBS, "0|1",
 		"say why ibv_modify_qp failed (0)" },
+	{ "DROCE_EVENT_SPIN_US", CK_NUM, 0, 1000000, NULL, 10, VERBS, "US",
+		"a thread in ibv_get_cq_event drives the channel's queues "
+		"(attached: watches its CQs) this long before it sleeps; a "
+		"completion meanwhile wakes nobody (100; 0: sleep at once)" },
 	/* droced (app/droced/main.c, the same ranges) */
 	{ "DROCE_DAEMON_MODE", CK_NUM, 0, 0777, NULL, 0, DAEMON, "MODE",
 		"the socket's permissions, octal: who may attach (0660)" },

@@ -32,6 +32,15 @@ const char *dp_conf_file(const char **path, int *err);
 #define DP_NEIGH	64
 #define DP_TXQ_LEN	512
 #define DP_TSO_SEGS	64	/* net_tap's rte_gso makes no more */
+#define DP_SIGNALS	16	/* deferred wake-ups a pass holds */
+/*
+ * How long after a CQ's arm the progress thread serves its queue without
+ * naps: event-driven programs re-arm after each completion, so while
+ * their traffic flows the thread spins for them, as a NIC's interrupt is
+ * there at once; one armed and idle this long gets the idle naps again
+ * (a frame after 100 ms of quiet waits up to 100 us, then 1 ms).
+ */
+#define DP_ARMED_SPIN_MS	100
 /* how long a lock waiter spins before it yields (~1 ms at 2.5 GHz) */
 #define DP_LOCK_SPIN_CYCLES 2500000
 
@@ -94,6 +103,14 @@ struct dp_queue {
 	volatile uint64_t handoff_tsc;	/* the last droce_port_handoff */
 	/* the application came back 20 us or more after a hand-off */
 	volatile uint64_t away_tsc;
+	/* the last arm of a CQ of the queue (droce_port_armed): the thread
+	 * serves the queue without naps for DP_ARMED_SPIN_MS after it */
+	volatile uint64_t armed_tsc;
+	uint64_t armed_passes;		/* passes the thread spun for one */
+	uint64_t awaited_naps;		/* naps while one was awaited */
+	/* eventfds to signal once the lock is let go (droce_port_signal) */
+	int signal_fd[DP_SIGNALS];
+	uint32_t nsignal;
 	volatile uint64_t last_tx_ns;	/* the last burst handed to the PMD */
 	/* net_af_packet's TX ring kick (dp_queue_tx_kick) */
 	uint64_t kick_seen, kick_until, kick_next, kicks;

@@ -284,6 +284,44 @@ queue_trylock(struct dp_queue *q)
 	return q->lock_waiters == 0 && rte_spinlock_trylock(&q->lock);
 }
 
+static void
+efd_write(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) != sizeof(one))
+		return;		/* saturated: the reader wakes anyway */
+}
+
+void
+droce_port_signal(struct droce_port *p, uint32_t q, int fd)
+{
+	struct dp_queue *dq = &p->q[q];
+
+	if (dq->nsignal == DP_SIGNALS)
+		efd_write(fd);
+	else
+		dq->signal_fd[dq->nsignal++] = fd;
+}
+
+/* Let the queue's lock go, then give the wake-ups its pass deferred. */
+static inline void
+queue_unlock(struct dp_queue *q)
+{
+	int fds[DP_SIGNALS];
+	uint32_t i, n = q->nsignal;
+
+	if (likely(n == 0)) {
+		rte_spinlock_unlock(&q->lock);
+		return;
+	}
+	memcpy(fds, q->signal_fd, n * sizeof(fds[0]));
+	q->nsignal = 0;
+	rte_spinlock_unlock(&q->lock);
+	for (i = 0; i < n; i++)
+		efd_write(fds[i]);
+}
+
 void
 droce_port_handoff(struct droce_port *p, uint32_t q)
 {
@@ -327,7 +365,7 @@ droce_port_progress(struct droce_port *p, uint32_t qi)
 		return 0;
 	q->app_poll_tsc = rte_rdtsc();
 	work = queue_poll(q, q->app_poll_tsc);
-	rte_spinlock_unlock(&q->lock);
+	queue_unlock(q);
 	return work;
 }
 
@@ -387,7 +425,7 @@ droce_port_poll_driving(struct droce_port *p, uint32_t qi)
 void
 droce_port_unlock(struct droce_port *p, uint32_t q)
 {
-	rte_spinlock_unlock(&p->q[q].lock);
+	queue_unlock(&p->q[q]);
 }
 
 int
@@ -454,9 +492,20 @@ droce_port_kick(struct droce_port *p, uint32_t q)
 	uint64_t one = 1;
 
 	p->q[q].kicked = 1;
+	/* our store of kicked before our load of sleeping: the thread
+	 * stores sleeping, then looks for kicks (Dekker; x86 lets a load
+	 * pass an earlier store, and the thread slept out its nap) */
+	rte_smp_mb();
 	if (p->sleeping && p->wake_fd >= 0 &&
 			write(p->wake_fd, &one, sizeof(one)) < 0)
 		return;		/* already signalled */
+}
+
+void
+droce_port_armed(struct droce_port *p, uint32_t q)
+{
+	p->q[q].armed_tsc = rte_rdtsc();
+	droce_port_kick(p, q);
 }
 
 static int
@@ -483,6 +532,21 @@ take_handoffs(struct droce_port *p)
 			any = 1;
 		}
 	return any;
+}
+
+/* A whole nap while a queue's owner slept on its channel: there should
+ * be none while its arm is recent (the test's check). */
+static void
+count_awaited_naps(struct droce_port *p)
+{
+	uint64_t tsc = rte_rdtsc(), window = rte_get_tsc_hz() / 1000 *
+		DP_ARMED_SPIN_MS;
+	uint32_t i;
+
+	for (i = 0; i < p->nb_queues; i++)
+		if (droce_tp_queue_awaited(p->q[i].tq) != 0 &&
+				dp_since(tsc, p->q[i].armed_tsc) < window)
+			p->q[i].awaited_naps++;
 }
 
 /*
@@ -514,11 +578,15 @@ thread_sleep(struct droce_port *p, uint32_t us)
 	rte_smp_mb();
 	if (hook != NULL)
 		skip = hook(arg, 1);
-	if (!skip && !any_kicked(p) && !p->stop &&
-			ppoll(pfd, pfd[1].fd >= 0 ? 2 : 1, &ts, NULL) > 0 &&
-			(pfd[0].revents & POLLIN) &&
-			read(p->wake_fd, &v, sizeof(v)) < 0)
-		v = 0;
+	if (!skip && !any_kicked(p) && !p->stop) {
+		int n = ppoll(pfd, pfd[1].fd >= 0 ? 2 : 1, &ts, NULL);
+
+		if (n > 0 && (pfd[0].revents & POLLIN) &&
+				read(p->wake_fd, &v, sizeof(v)) < 0)
+			v = 0;
+		else if (n == 0)
+			count_awaited_naps(p);	/* slept it out */
+	}
 	p->sleeping = 0;
 	if (hook != NULL)
 		hook(arg, 0);
@@ -572,6 +640,38 @@ queue_busy(struct dp_queue *q, uint64_t now)
 }
 
 /*
+ * A queue whose owner sleeps on a completion channel (an awaited CQ armed,
+ * droce_port_armed lately) is served without naps: its completion wakes
+ * the owner as a NIC's interrupt would. The pass that wakes it leaves the
+ * queue to it, as if it had polled: on few CPUs a thread that spun on
+ * would keep the woken owner off the CPU for a scheduler slice
+ * (ibv_rc_pingpong -e: 0.5-1.5 ms an iteration); it naps till the owner
+ * arms again (droce_port_armed kicks it) or its window ends.
+ */
+static inline int
+awaited_hint(const struct dp_queue *q, uint64_t tsc, uint64_t armed_window)
+{
+	/* the transport's count, read without the queue's lock: a hint */
+	return droce_tp_queue_awaited(q->tq) != 0 &&
+		dp_since(tsc, q->armed_tsc) < armed_window;
+}
+
+static int
+queue_awaited(struct dp_queue *q, uint64_t tsc, uint64_t wakeups_before,
+		uint64_t armed_window)
+{
+	if (droce_tp_queue_wakeups(q->tq) != wakeups_before) {
+		q->app_poll_tsc = tsc;
+		return 0;
+	}
+	if (droce_tp_queue_awaited(q->tq) == 0 ||
+			dp_since(tsc, q->armed_tsc) >= armed_window)
+		return 0;
+	q->armed_passes++;
+	return 1;
+}
+
+/*
  * The background progress thread: spins while there is work, then backs
  * off in growing sleeps (up to 1 ms) so that it does not take a core
  * from an application that polls inline on a small machine. A queue the
@@ -585,6 +685,7 @@ progress_thread(void *arg)
 {
 	struct droce_port *p = arg;
 	uint64_t app_window, app_recent_window, app_short_window, last_work = 0;
+	uint64_t armed_window = rte_get_tsc_hz() / 1000 * DP_ARMED_SPIN_MS;
 	uint32_t i, nap = DP_DRIVE_NAP_MIN_US;
 
 	/* short sleeps must stay short: 1 us of timer slack, not 50 */
@@ -600,7 +701,7 @@ progress_thread(void *arg)
 	p->recent_cycles = app_recent_window;
 
 	while (!p->stop) {
-		int work = 0, busy = 0;
+		int work = 0, busy = 0, awaited = 0;
 		uint32_t app_driven = 0, app_recent = 0;
 		uint64_t tsc = rte_rdtsc();
 		uint64_t now = dp_tsc_ns(tsc);
@@ -624,24 +725,30 @@ progress_thread(void *arg)
 		 */
 		for (i = 0; i < p->nb_queues; i++) {
 			struct dp_queue *q = &p->q[i];
+			/* its owner is going to sleep on a channel, or
+			 * sleeps: ours too however lately it polled (taking
+			 * turns with its spin in ibv_get_cq_event) */
+			int aw = awaited_hint(q, tsc, armed_window);
 
 			app_window = p->spare_cpu ||
 				q->handoff_tsc > q->app_poll_tsc ||
 				dp_since(tsc, q->away_tsc) < app_recent_window ?
 				app_short_window : app_recent_window;
 
-			if (!q->kicked &&
+			if (!q->kicked && !aw &&
 					dp_since(tsc, q->app_poll_tsc) < app_recent_window)
 				app_recent++;
 			if (q->kicked) {
 				q->kicked = 0;
 				q->app_poll_tsc = 0;	/* it waits for us now */
 				busy = 1;
-			} else if (dp_since(tsc, q->app_poll_tsc) < app_window) {
+			} else if (!aw &&
+					dp_since(tsc, q->app_poll_tsc) < app_window) {
 				app_driven++;
 				continue;
 			}
 			if (queue_trylock(q)) {
+				uint64_t wakeups = droce_tp_queue_wakeups(q->tq);
 				int w = queue_poll(q, tsc);
 
 				/* a pass that did work is looked at again
@@ -649,10 +756,26 @@ progress_thread(void *arg)
 				work += w;
 				if (w == 0)
 					busy |= queue_busy(q, now);
-				rte_spinlock_unlock(&q->lock);
+				awaited |= queue_awaited(q, tsc, wakeups,
+					armed_window);
+				queue_unlock(q);
 			} else {
 				busy = 1;	/* an application polls it */
 			}
+		}
+		if (awaited) {
+			/*
+			 * A sleeper's completion is ours to deliver: spin,
+			 * but let any thread waiting for this CPU run first.
+			 * The sleeper, once woken, often is one: the
+			 * scheduler queues a task that just ran where it ran
+			 * (a cache-hot task is not pulled to an idle CPU),
+			 * and EEVDF lets a spinner finish its slice first
+			 * (ibv_rc_pingpong -e: 5 ms an iteration).
+			 */
+			last_work = now;
+			sched_yield();
+			continue;
 		}
 		if (work || busy) {
 			last_work = now;

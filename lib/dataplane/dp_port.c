@@ -561,6 +561,8 @@ droce_port_queue_stats(struct droce_port *p, uint32_t qi,
 	st->tx_tso_drops = q->tso_drops;
 	st->loopback = q->loopback;
 	st->loopback_drops = q->loopback_drops;
+	st->awaited_passes = q->armed_passes;
+	st->awaited_naps = q->awaited_naps;
 	rte_spinlock_unlock(&q->lock);
 	return 0;
 }

@@ -129,6 +129,8 @@ add_nic_stats(struct rte_tel_data *d, const struct droce_port_queue_stats *s)
 	rte_tel_data_add_dict_u64(d, "nic_tx_tso_drops", s->tx_tso_drops);
 	rte_tel_data_add_dict_u64(d, "loopback", s->loopback);
 	rte_tel_data_add_dict_u64(d, "loopback_drops", s->loopback_drops);
+	rte_tel_data_add_dict_u64(d, "awaited_passes", s->awaited_passes);
+	rte_tel_data_add_dict_u64(d, "awaited_naps", s->awaited_naps);
 }
 
 static int

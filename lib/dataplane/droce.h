@@ -216,8 +216,25 @@ void droce_port_unlock(struct droce_port *port, uint32_t q);
 void droce_port_tx_settle(struct droce_port *port, uint64_t quiet_ns,
 		uint64_t max_ns);
 
+/**
+ * During a pass over queue q (its lock held, as in a transport callback):
+ * write 1 to eventfd fd once the lock is let go. A sleeper woken under the
+ * lock may preempt its holder and then spin on the lock it needs next
+ * (ibv_req_notify_cq), up to a millisecond on few CPUs.
+ */
+void droce_port_signal(struct droce_port *port, uint32_t q, int fd);
+
 /** Wake the progress thread (after a post while it backs off). */
 void droce_port_kick(struct droce_port *port, uint32_t q);
+
+/**
+ * A CQ of queue q was armed (ibv_req_notify_cq): its owner is about to
+ * wait on a completion channel, whose wake-up is the thread's to give. The
+ * thread takes the queue at once and serves it without naps for a while
+ * after each arm (100 ms), as a NIC's interrupt would come;
+ * queues nobody awaits keep their naps.
+ */
+void droce_port_armed(struct droce_port *port, uint32_t q);
 
 /** Where a pass over a queue calls the hooks. */
 enum droce_hook_phase {
@@ -357,6 +374,10 @@ struct droce_port_queue_stats {
 	uint64_t tx_tso_offloaded, tx_tso_drops;
 	uint64_t loopback;	/* frames to the port's own MAC, looped back */
 	uint64_t loopback_drops;	/* of those, dropped: the loop was full */
+	/* the progress thread's passes over the queue while a CQ of it was
+	 * awaited (droce_port_armed), and its naps meanwhile: none, unless
+	 * the owner stayed armed and quiet past 100 ms */
+	uint64_t awaited_passes, awaited_naps;
 };
 
 /** Read queue q's counters (takes the queue's lock). @return 0, -EINVAL. */

@@ -433,6 +433,19 @@ int droce_cq_poll(struct droce_cq *cq, struct ibv_wc *wc, int n);
  * next completion (any, or solicited only).
  */
 int droce_cq_arm(struct droce_cq *cq, int solicited_only);
+
+/**
+ * The CQ's arms mean a consumer that sleeps until it fires (a verbs
+ * completion channel): droce_tp_queue_awaited counts them, so the queue's
+ * driver can serve it without naps meanwhile. Under the queue's lock.
+ */
+void droce_cq_set_awaited(struct droce_cq *cq);
+
+/** Awaited CQs of the queue armed and not yet fired. */
+uint32_t droce_tp_queue_awaited(const struct droce_tp_queue *q);
+
+/** Times an awaited CQ of the queue fired (woke its consumer). */
+uint64_t droce_tp_queue_wakeups(const struct droce_tp_queue *q);
 typedef void (*droce_cq_notify_cb)(void *arg, struct droce_cq *cq);
 /**
  * How many completions that would fire a CQ armed for solicited ones

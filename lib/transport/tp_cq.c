@@ -58,6 +58,8 @@ droce_cq_destroy(struct droce_cq *cq)
 	}
 	dev->nb_cq--;
 	pthread_mutex_unlock(&dev->lock);
+	if (cq->awaited && cq->armed != TP_CQ_UNARMED)
+		cq->queue->cqs_awaited--;
 	free(cq->ring);
 	free(cq);
 	return 0;
@@ -135,6 +137,10 @@ tp_cq_commit(struct droce_cq *cq, int solicited)
 	if (cq->armed != TP_CQ_UNARMED && (cq->armed == TP_CQ_ARMED_ANY ||
 			solicited || wc->status != IBV_WC_SUCCESS)) {
 		cq->armed = TP_CQ_UNARMED;
+		if (cq->awaited) {
+			cq->queue->cqs_awaited--;
+			cq->queue->cq_wakeups++;
+		}
 		if (cq->notify)
 			cq->notify(cq->notify_arg, cq);
 	}
@@ -192,6 +198,8 @@ droce_cq_poll(struct droce_cq *cq, struct ibv_wc *wc, int n)
 int
 droce_cq_arm(struct droce_cq *cq, int solicited_only)
 {
+	if (cq->awaited && cq->armed == TP_CQ_UNARMED)
+		cq->queue->cqs_awaited++;
 	cq->armed = solicited_only ? TP_CQ_ARMED_SOLICITED : TP_CQ_ARMED_ANY;
 	return 0;
 }
@@ -200,6 +208,26 @@ uint32_t
 droce_cq_solicited_seq(const struct droce_cq *cq)
 {
 	return cq->solicited_seq;
+}
+
+void
+droce_cq_set_awaited(struct droce_cq *cq)
+{
+	cq->awaited = true;
+	if (cq->armed != TP_CQ_UNARMED)
+		cq->queue->cqs_awaited++;
+}
+
+uint32_t
+droce_tp_queue_awaited(const struct droce_tp_queue *q)
+{
+	return q->cqs_awaited;
+}
+
+uint64_t
+droce_tp_queue_wakeups(const struct droce_tp_queue *q)
+{
+	return q->cq_wakeups;
 }
 
 void

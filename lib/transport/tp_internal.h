@@ -108,6 +108,7 @@ struct droce_cq {
 	int overflow;
 	uint32_t solicited_seq;	/* solicited or error completions so far */
 	enum tp_cq_arm armed;
+	bool awaited;		/* an arm means a consumer asleep on it */
 	droce_cq_notify_cb notify;
 	void *notify_arg;
 };
@@ -636,6 +637,9 @@ struct droce_tp_queue {
 	/* flows to this queue's RAW_PACKET QPs; read (atomically) by other
 	 * queues' threads to hand non-RoCE frames over */
 	uint32_t nb_raw_flows;
+	/* awaited CQs armed and not yet fired; firings of awaited CQs */
+	uint32_t cqs_awaited;
+	uint64_t cq_wakeups;
 };
 
 struct droce_dev {

@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+/*
+ * verbs_event_wait [TELEMETRY-SOCKET]: a thread that sleeps on a
+ * completion channel gets each completion from the progress thread, with
+ * many idle queues beside it (armed and not), and the thread never naps
+ * while the sleeper's CQ is armed: the port's awaited_naps counter (its
+ * own DPDK telemetry, when given the socket) stays 0 and awaited_passes
+ * grows. Run with DROCE_EVENT_SPIN_US=0, so that the sleeper does not
+ * drive its queue itself first. Functional: nothing here is timed.
+ *
+ * Each round: B posts a receive, arms its CQ and blocks in
+ * ibv_get_cq_event; a helper thread waits until B's thread is asleep
+ * (its state in /proc), then A sends. Attached to droced (no socket
+ * given), the same rounds run without the counters' check.
+ */
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <infiniband/verbs.h>
+
+#define ROUNDS	200
+#define IDLE	24
+#define BUF	4096
+
+static int passed, failed;
+
+#define CHECK(cond, ...) do { \
+	if (cond) { \
+		passed++; \
+		printf("ok: "); \
+	} else { \
+		failed++; \
+		printf("FAIL (%s:%d): ", __FILE__, __LINE__); \
+	} \
+	printf(__VA_ARGS__); \
+	printf("\n"); \
+} while (0)
+
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static char *buf;
+static struct ibv_qp *qa, *qb;
+static struct ibv_cq *cqa;
+static volatile pid_t sleeper_tid;
+static volatile int round_go, stop;
+
+static int
+to_rts(struct ibv_qp *qp, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_query_gid(qp->context, 1, 1, &a.ah_attr.grh.dgid) ||
+			ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+		IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static struct ibv_qp *
+make_qp(struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			.max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp(pd, &ia);
+}
+
+/* Whether thread tid sleeps (state S: blocked in the channel's read). */
+static int
+asleep(pid_t tid)
+{
+	char path[64], st[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	n = fread(st, 1, sizeof(st) - 1, f);
+	fclose(f);
+	st[n] = '\0';
+	p = strrchr(st, ')');
+	return p != NULL && p[1] == ' ' && p[2] == 'S';
+}
+
+/* Each round: once B's thread sleeps, A sends; A's completion polled. */
+static void *
+sender(void *arg)
+{
+	int r;
+
+	(void)arg;
+	for (r = 0; r < ROUNDS && !stop; r++) {
+		struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 64,
+			.lkey = mr->lkey };
+		struct ibv_send_wr w = { .wr_id = (uint64_t)r, .sg_list = &s,
+			.num_sge = 1, .opcode = IBV_WR_SEND,
+			.send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+		int got = 0, spins = 0;
+
+		while (__atomic_load_n(&round_go, __ATOMIC_ACQUIRE) <= r && !stop)
+			usleep(100);
+		/* its read(): a few tries, as a scheduler may show it
+		 * running for a moment after it blocked */
+		while (!asleep(sleeper_tid) && !stop && spins++ < 20000)
+			usleep(50);
+		memcpy(buf, &r, sizeof(r));
+		if (ibv_post_send(qa, &w, &bad) != 0) {
+			stop = 1;
+			break;
+		}
+		while (got == 0 && !stop)
+			got = ibv_poll_cq(cqa, 1, &wc);
+		if (got < 0 || wc.status != IBV_WC_SUCCESS || wc.wr_id != (uint64_t)r)
+			stop = 1;
+	}
+	return NULL;
+}
+
+/* The port's counter name from its own telemetry socket; -1 if none. */
+static int64_t
+telemetry_counter(const char *sock, const char *name)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	char reply[16384], key[64], *p;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
+			read(fd, reply, sizeof(reply)) <= 0 ||	/* its hello */
+			write(fd, "/droce/port/stats,0", 19) != 19 ||
+			(n = read(fd, reply, sizeof(reply) - 1)) <= 0) {
+		close(fd);
+		return -1;
+	}
+	close(fd);
+	reply[n] = '\0';
+	snprintf(key, sizeof(key), "\"%s\":", name);
+	p = strstr(reply, key);
+	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_comp_channel *ch, *idle_ch[IDLE];
+	struct ibv_cq *cqb, *idle_cq[IDLE];
+	struct ibv_qp *idle_qp[IDLE];
+	const char *tele = argc > 1 ? argv[1] : NULL;
+	int64_t naps0 = 0, passes0 = 0, naps, passes;
+	pthread_t t;
+	int n, r, i, events = 0, good = 0;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	list = ibv_get_device_list(&n);
+	ctx = list && n > 0 ? ibv_open_device(list[0]) : NULL;
+	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	buf = aligned_alloc(4096, BUF);
+	mr = pd ? ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	ch = ctx ? ibv_create_comp_channel(ctx) : NULL;
+	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	cqb = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;
+	qa = cqa ? make_qp(cqa) : NULL;
+	qb = cqb ? make_qp(cqb) : NULL;
+	if (!mr || !qa || !qb || to_rts(qa, qb->qp_num) ||
+			to_rts(qb, qa->qp_num)) {
+		printf("FAIL: set-up: %s\n", strerror(errno));
+		return 1;
+	}
+	/* idle queues beside it: each its own channel, every other armed */
+	for (i = 0; i < IDLE; i++) {
+		idle_ch[i] = ibv_create_comp_channel(ctx);
+		idle_cq[i] = idle_ch[i] ? ibv_create_cq(ctx, 16, NULL,
+			idle_ch[i], 0) : NULL;
+		idle_qp[i] = idle_cq[i] ? make_qp(idle_cq[i]) : NULL;
+		if (idle_qp[i] == NULL) {
+			printf("FAIL: idle queue %d: %s\n", i, strerror(errno));
+			return 1;
+		}
+		if (i % 2 == 0)
+			ibv_req_notify_cq(idle_cq[i], 0);
+	}
+	if (tele != NULL) {
+		naps0 = telemetry_counter(tele, "awaited_naps");
+		passes0 = telemetry_counter(tele, "awaited_passes");
+		CHECK(naps0 >= 0 && passes0 >= 0, "the port's telemetry answers "
+			"(%s)", tele);
+	}
+	sleeper_tid = (pid_t)syscall(SYS_gettid);
+	if (pthread_create(&t, NULL, sender, NULL) != 0) {
+		printf("FAIL: pthread_create\n");
+		return 1;
+	}
+	for (r = 0; r < ROUNDS && !stop; r++) {
+		struct ibv_sge s = { .addr = (uintptr_t)buf + 1024, .length = 64,
+			.lkey = mr->lkey };
+		struct ibv_recv_wr w = { .wr_id = (uint64_t)r, .sg_list = &s,
+			.num_sge = 1 }, *bad;
+		struct ibv_cq *ecq;
+		struct ibv_wc wc;
+		void *ectx;
+		int got = 0, v;
+
+		if (ibv_post_recv(qb, &w, &bad) != 0 ||
+				ibv_req_notify_cq(cqb, 0) != 0)
+			break;
+		__atomic_store_n(&round_go, r + 1, __ATOMIC_RELEASE);
+		/* an event per round; a completion may come before its own
+		 * (the CQ is polled to empty after each) */
+		while (got == 0) {
+			if (ibv_get_cq_event(ch, &ecq, &ectx) != 0 || ecq != cqb)
+				break;
+			events++;
+			ibv_ack_cq_events(ecq, 1);
+			got = ibv_poll_cq(cqb, 1, &wc);
+			if (got == 0 && ibv_req_notify_cq(cqb, 0) != 0)
+				break;
+			if (got == 0)
+				got = ibv_poll_cq(cqb, 1, &wc);
+		}
+		memcpy(&v, buf + 1024, sizeof(v));
+		if (got == 1 && wc.status == IBV_WC_SUCCESS &&
+				wc.wr_id == (uint64_t)r && wc.byte_len == 64 && v == r)
+			good++;
+		else
+			break;
+	}
+	stop = r < ROUNDS;
+	pthread_join(t, NULL);
+	CHECK(good == ROUNDS, "%d of %d receives, each woken by its channel "
+		"(%d events), with %d idle queues beside", good, ROUNDS,
+		events, IDLE);
+	if (tele != NULL) {
+		naps = telemetry_counter(tele, "awaited_naps");
+		passes = telemetry_counter(tele, "awaited_passes");
+		CHECK(passes > passes0, "the progress thread served the awaited "
+			"queue (%" PRId64 " passes)", passes - passes0);
+		CHECK(naps == naps0, "and never napped while it was awaited "
+			"(%" PRId64 " naps)", naps - naps0);
+	}
+	for (i = 0; i < IDLE; i++) {
+		ibv_destroy_qp(idle_qp[i]);
+		ibv_destroy_cq(idle_cq[i]);
+		ibv_destroy_comp_channel(idle_ch[i]);
+	}
+	ibv_destroy_qp(qa);
+	ibv_destroy_qp(qb);
+	ibv_destroy_cq(cqa);
+	ibv_destroy_cq(cqb);
+	ibv_destroy_comp_channel(ch);
+	ibv_dereg_mr(mr);
+	ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}
