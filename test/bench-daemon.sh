@@ -10,7 +10,13 @@
 #  3. 8 applications sharing each daemon's one data-path queue: the sum
 #     of their rates against one application alone;
 #  4. many RC QPs (DAEMON_BENCH_QPS, default 10000, spread over 4
-#     applications per side) against 1 QP, and memory per QP.
+#     applications per side) against 1 QP, and memory per QP;
+#  5. the shared path alone: ONE droced, its port a net_memif server with
+#     no peer (frames to its own MAC loop back inside droce), the daemon
+#     on CPU 0 and two attached ib_write_bw (server and client) on the
+#     other CPUs, 64 B and 64 KB, busy and idle polling, against the same
+#     pair in process. Items 1-4 (two daemons, two applications, two
+#     CPUs) measure the scheduler as much as droce.
 # DAEMON_POLL=busy|idle (default idle: on 2 CPUs two busy daemons leave
 # the applications no core).
 set -uo pipefail
@@ -115,3 +121,46 @@ daemons_stop "$work" > "$work/stop" 2>&1
 echo "daemon A RSS before the QPs ${rss0} kB, peak with them ${hwm} kB:" \
 	"$(( (hwm - rss0) / (per * 4) )) kB per QP in the daemon (its rings:" \
 	"doc/perf.md's arithmetic)"
+
+# 5. one droced, two applications on the other CPUs
+one_rate() {	# ib_write_bw's MB/s and Mmsg/s of a client log: "mbs mmsgs"
+	awk -v s="$2" '$1 == s && NF >= 5 { print $4, $5; exit }' "$1"
+}
+one_daemon() {	# POLL SIZE: "mbs mmsgs" of two attached ib_write_bw
+	local poll=$1 size=$2 p d lc=() cpus="1-$(( $(nproc) - 1 ))"
+	[ "$(nproc)" -lt 2 ] && cpus=0
+	[ "$poll" = busy ] && lc=("DROCE_LCORES=0@0,1@0")
+	rm -f "$work/one.sock" "$work/one-d.sock"
+	taskset -c 0 env -u LD_LIBRARY_PATH "$droced" \
+		"DROCE_DEVARGS=net_memif0,role=server,socket=$work/one.sock,socket-abstract=no" \
+		DROCE_IPV4=10.9.0.1 "DROCE_DAEMON=$work/one-d.sock" \
+		"DROCE_EAL=--file-prefix dob$$" DROCE_POLL="$poll" "${lc[@]}" \
+		> "$work/one-droced.log" 2>&1 &
+	d=$!
+	for _ in $(seq 1 100); do [ -S "$work/one-d.sock" ] && break; sleep 0.1; done
+	p=$(free_port)
+	taskset -c "$cpus" "$run" "DROCE_DAEMON=$work/one-d.sock" ib_write_bw -x 1 \
+		-s "$size" -p "$p" -D 5 > "$work/one-s" 2>&1 &
+	local sv=$!
+	for _ in $(seq 1 100); do ss -ltn | grep -q "[:.]$p " && break; sleep 0.1; done
+	taskset -c "$cpus" "$run" "DROCE_DAEMON=$work/one-d.sock" ib_write_bw -x 1 \
+		-s "$size" -p "$p" -D 5 127.0.0.1 > "$work/one-c" 2>&1
+	sleep 1
+	kill_all $sv $d > /dev/null 2>&1
+	one_rate "$work/one-c" "$size"
+}
+inproc_bw() {	# SIZE: "mbs mmsgs" of the pair in process
+	"$pair" "$run" -- ib_write_bw -x 1 -s "$1" -D 5 > "$work/ip" 2>&1
+	sed -n '/^----- client/,$p' "$work/ip" | one_rate /dev/stdin "$1"
+}
+echo "one droced (CPU 0), two attached ib_write_bw (other CPUs), against" \
+	"the pair in process; MB/s and Mmsg/s:"
+for size in 64 65536; do
+	read -r im imm <<< "$(inproc_bw $size)"
+	for poll in busy idle; do
+		read -r om omm <<< "$(one_daemon $poll $size)"
+		printf '  %6s B %-4s attached %9s MB/s %7s Mmsg/s, in process %9s MB/s %7s Mmsg/s: %s%%\n' \
+			"$size" "$poll" "${om:--}" "${omm:--}" "${im:--}" "${imm:--}" \
+			"$(awk -v a="${om:-0}" -v b="${im:-0}" 'BEGIN { if (b > 0) printf "%.0f", 100 * a / b; else print "-" }')"
+	done
+done

@@ -921,6 +921,7 @@ void tp_resp_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
 
 /* tp_resp_tx.c */
 void tp_resp_last_ack(struct droce_qp *qp);
+void tp_resp_ack_before_error(struct droce_qp *qp);
 int tp_resp_progress(struct droce_qp *qp);
 void tp_resp_res_resized(struct droce_qp *qp);
 int tp_resp_busy(const struct droce_qp *qp);

@@ -319,8 +319,11 @@ qp_from_attr(struct droce_qp *qp, struct ibv_qp_attr *a, int mask,
 		qp->state = a->qp_state;
 		if (qp->state == IBV_QPS_RESET)
 			qp_reset(qp);
-		else if (qp->state == IBV_QPS_ERR && old != IBV_QPS_ERR)
+		else if (qp->state == IBV_QPS_ERR && old != IBV_QPS_ERR) {
+			if (old >= IBV_QPS_RTR)
+				tp_resp_ack_before_error(qp);
 			tp_qp_flush(qp);
+		}
 		if (qp->state == IBV_QPS_SQD)
 			qp->sq_draining = 1;
 		if (qp->state == IBV_QPS_RTS) {

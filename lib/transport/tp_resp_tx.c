@@ -270,6 +270,25 @@ tp_resp_last_ack(struct droce_qp *qp)
 		tp_tx_flush(qp->queue);
 }
 
+/*
+ * An RC QP leaving for the error state (owner context): the ACK it owes,
+ * maybe held for an answer that will not come now, goes out first, as a
+ * NIC's would long before the error. Held and then dropped, the peer's
+ * last request was retried into its own flush once the disconnect came:
+ * libfabric's ofi_rxm closed the connection right after the receive
+ * (daemon_eco_fi_bw_rdm's goodbye, "Operation canceled").
+ */
+void
+tp_resp_ack_before_error(struct droce_qp *qp)
+{
+	if (qp->type != IBV_QPT_RC || !qp->ack_pending || qp->ack_is_nak ||
+			!tp_tx_room(qp->queue))
+		return;
+	qp->ack_hold = 0;
+	if (send_ack(qp))
+		tp_tx_flush(qp->queue);
+}
+
 int
 tp_resp_progress(struct droce_qp *qp)
 {

@@ -181,6 +181,32 @@ main(void)
 			"stream %u: ACKed %llu ns after B saw it", v,
 			(unsigned long long)(L.now - t0));
 	}
+
+	/* B leaves for the error state while its ACK waits for an answer
+	 * (libfabric closing a connection right after a receive): the
+	 * ACK goes first, and A's WRITE completes */
+	for (v = 17; v <= 18; v++) {
+		write_to_peer(0, v);
+		CHECK(wait_byte(1, v) == 0, "B sees %u", v);
+		write_to_peer(1, v);
+		CHECK(wait_byte(0, v) == 0, "A sees %u", v);
+		CHECK(wait_wc(&L, S[0].cq, &wc, 10000000) == 0 &&
+			wait_wc(&L, S[1].cq, &wc, 10000000) == 0,
+			"round %u done", v);
+	}
+	write_to_peer(0, 19);
+	CHECK_EQ(wait_byte(1, 19), 0, "B sees 19");
+	CHECK(droce_cq_poll(S[0].cq, &wc, 1) == 0, "19: B's ACK held");
+	{
+		struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+
+		CHECK_EQ(droce_qp_modify(S[1].qp, &err, IBV_QP_STATE, NULL), 0,
+			"B to the error state");
+	}
+	CHECK_EQ(wait_wc(&L, S[0].cq, &wc, 10000000), 0, "A's 19 done");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 19,
+		"19: ACKed as B left for the error state (%s)",
+		droce_wc_status_str(wc.status));
 	CHECK_EQ(fl_run_idle(&L, 10000000), 0, "idle");
 	L.filter = NULL;
 	for (v = 0; v < 2; v++) {
