@@ -18,7 +18,7 @@
 #     pair in process. Items 1-4 (two daemons, two applications, two
 #     CPUs) measure the scheduler as much as droce.
 # DAEMON_POLL=busy|idle (default idle: on 2 CPUs two busy daemons leave
-# the applications no core).
+# the applications no core). DAEMON_BENCH_ONLY=one: item 5 alone.
 set -uo pipefail
 build=${1:-build}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -39,6 +39,11 @@ trap cleanup EXIT
 export VP_TIMEOUT=${VP_TIMEOUT:-180}
 nqps=${DAEMON_BENCH_QPS:-10000}
 
+free_port() {
+	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+items_1_to_4() {
 echo "machine: $(nproc) CPUs; droced polling: ${DAEMON_POLL:-idle}"
 "$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
 	--op write --size 64 --iters 200000 > "$work/raw" 2>&1
@@ -71,9 +76,6 @@ echo "ib_write_lat 64 B typ/p99 usec: in process" \
 	"$(sed -n '/^----- client/,$p' "$work/lin" | latency /dev/stdin)," \
 	"attached $(sed -n '/^----- client/,$p' "$work/lat" | latency /dev/stdin)"
 
-free_port() {
-	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 # apps N ARGS...: N attached ib_write_bw pairs at once; prints the sum
 apps() {
 	local n=$1 i p s
@@ -121,6 +123,9 @@ daemons_stop "$work" > "$work/stop" 2>&1
 echo "daemon A RSS before the QPs ${rss0} kB, peak with them ${hwm} kB:" \
 	"$(( (hwm - rss0) / (per * 4) )) kB per QP in the daemon (its rings:" \
 	"doc/perf.md's arithmetic)"
+
+}
+[ "${DAEMON_BENCH_ONLY:-}" = one ] || items_1_to_4
 
 # 5. one droced, two applications on the other CPUs
 one_rate() {	# ib_write_bw's MB/s and Mmsg/s of a client log: "mbs mmsgs"

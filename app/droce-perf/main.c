@@ -680,6 +680,24 @@ setup(void)
 	return 0;
 }
 
+/*
+ * The server's answer on the side channel; meanwhile the port goes on
+ * being progressed, as a NIC answers ARP and ND whatever its host does:
+ * a server still resolving our address waits on us (nine busy processes
+ * on two CPUs: fabric_incast_ecn_ipv6's receiver once timed out its
+ * neighbour discovery while its sender sat in a blocking recv).
+ */
+static int
+sc_recv_progress(int fd, void *b, size_t n)
+{
+	uint32_t q;
+
+	while (!sc_ready(fd))
+		for (q = 0; q < opt.queues; q++)
+			droce_port_progress(port, q);
+	return sc_recv(fd, b, n);
+}
+
 static int
 connect_qps(void)
 {
@@ -1355,7 +1373,7 @@ run_client(int op, uint32_t size, struct result *r)
 	workers[0].lat = lat;
 	for (i = 0; i < opt.nqp; i++)
 		pattern(mem + SLOT(i), size, c.seed + i);
-	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c))) {
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c))) {
 		free(lat);
 		return -1;
 	}
@@ -1391,7 +1409,7 @@ run_client(int op, uint32_t size, struct result *r)
 	/* verification at the server (WRITE, SEND, atomics), here (READ) */
 	c.kind = PERF_CMD_DONE;
 	c.value = per_qp;
-	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return -1;
 	r->ok = !bad && c.value == 1;
 	if (op == OP_READ && opt.verify)
@@ -1416,13 +1434,13 @@ run_raw(struct result *r)
 	if (r->op == OP_FADD || r->op == OP_CSWAP)
 		r->size = 8;
 	pl = r->size > mtu_bytes ? mtu_bytes : r->size;
-	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return;
 	usleep(1000);
 	if (opt.lat) {
 		r->raw_lat_p50 = raw_rtt_client(0, r->size, 2000, UINT64_MAX);
 		c.kind = PERF_CMD_RAW_DONE;
-		if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+		if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 			return;
 		if (r->raw_lat_p50 > 0) {
 			r->ratio = r->raw_lat_p50 / r->lat_p50;
@@ -1438,7 +1456,7 @@ run_raw(struct result *r)
 	}
 	r->raw_fps = raw_client(r->size, r->secs > 0.3 ? 0.5 : 0.3, &sent);
 	c.kind = PERF_CMD_RAW_DONE;
-	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return;
 	/* what the peer received is the rate that counts */
 	if (sent)
@@ -1470,13 +1488,13 @@ warm_up(void)
 	struct perf_cmd c = { .kind = PERF_CMD_RAW, .flags = 1 };
 	uint16_t q;
 
-	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return;
 	usleep(1000);
 	for (q = 0; q < opt.queues; q++)
 		raw_rtt_client(q, 64, WARM_UP_RTTS, WARM_UP_MAX_NS);
 	c.kind = PERF_CMD_RAW_DONE;
-	if (sc_send(sc, &c, sizeof(c)) || sc_recv(sc, &c, sizeof(c)))
+	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return;
 	for (int i = 0; i < 100; i++)
 		progress_all();
