@@ -37,3 +37,6 @@ echo
 BENCH_SR=1 "$top/test/bench-loss.sh" "$build"
 "$top/test/bench-verbs.sh" "$build"
 "$top/test/bench-ucx.sh" "$build"
+# programs that wait on completion channels against the same polling,
+# in process and attached (doc/perf.md, "Completion channels")
+"$top/test/bench-events.sh" "$build"
