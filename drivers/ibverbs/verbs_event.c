@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
-#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -153,15 +152,6 @@ dv_fd_blocks(int fd)
 	return fl >= 0 && !(fl & O_NONBLOCK);
 }
 
-uint64_t
-dv_now_ns(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
-}
-
 static int
 fired(struct dv_channel *c)
 {
@@ -188,7 +178,7 @@ event_spin(struct dv_channel *c)
 
 	if (mask == 0 || port == NULL || fired(c) || !dv_fd_blocks(c->ch.fd))
 		return;
-	t0 = dv_now_ns();
+	t0 = droce_now_ns();
 	for (;;) {
 		for (q = 0; q < nq; q++)
 			if (mask & (1ull << (q % 64)))
@@ -196,7 +186,7 @@ event_spin(struct dv_channel *c)
 		if (fired(c))
 			return;
 		if (budget == 0 ||
-				((++n & 7) == 0 && dv_now_ns() - t0 >= budget))
+				((++n & 7) == 0 && droce_now_ns() - t0 >= budget))
 			break;
 		/* the progress thread, a peer on this machine: on few
 		 * CPUs they may wait for this one */

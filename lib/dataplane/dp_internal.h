@@ -173,6 +173,8 @@ struct droce_port {
 	/* the thread naps longer than DP_DRIVE_NAP_MIN_US beside a polling
 	 * application: a hand-off must wake it */
 	volatile int long_nap;
+	/* DP_ARMED_SPIN_MS in TSC cycles (set by the progress thread) */
+	uint64_t armed_cycles;
 	uint64_t away_cycles;		/* what counts as away (20 us) */
 	uint64_t recent_cycles;		/* a latency loop's memory (2 ms) */
 	/* the owner's code in each pass (droce_port_set_hooks) */

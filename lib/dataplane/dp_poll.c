@@ -534,18 +534,26 @@ take_handoffs(struct droce_port *p)
 	return any;
 }
 
+/* An awaited CQ of the queue armed within DP_ARMED_SPIN_MS (the
+ * transport's count, read without the queue's lock: a hint). */
+static inline int
+awaited_hint(const struct droce_port *p, const struct dp_queue *q,
+		uint64_t tsc)
+{
+	return droce_tp_queue_awaited(q->tq) != 0 &&
+		dp_since(tsc, q->armed_tsc) < p->armed_cycles;
+}
+
 /* A whole nap while a queue's owner slept on its channel: there should
  * be none while its arm is recent (the test's check). */
 static void
 count_awaited_naps(struct droce_port *p)
 {
-	uint64_t tsc = rte_rdtsc(), window = rte_get_tsc_hz() / 1000 *
-		DP_ARMED_SPIN_MS;
+	uint64_t tsc = rte_rdtsc();
 	uint32_t i;
 
 	for (i = 0; i < p->nb_queues; i++)
-		if (droce_tp_queue_awaited(p->q[i].tq) != 0 &&
-				dp_since(tsc, p->q[i].armed_tsc) < window)
+		if (awaited_hint(p, &p->q[i], tsc))
 			p->q[i].awaited_naps++;
 }
 
@@ -648,24 +656,15 @@ queue_busy(struct dp_queue *q, uint64_t now)
  * (ibv_rc_pingpong -e: 0.5-1.5 ms an iteration); it naps till the owner
  * arms again (droce_port_armed kicks it) or its window ends.
  */
-static inline int
-awaited_hint(const struct dp_queue *q, uint64_t tsc, uint64_t armed_window)
-{
-	/* the transport's count, read without the queue's lock: a hint */
-	return droce_tp_queue_awaited(q->tq) != 0 &&
-		dp_since(tsc, q->armed_tsc) < armed_window;
-}
-
 static int
-queue_awaited(struct dp_queue *q, uint64_t tsc, uint64_t wakeups_before,
-		uint64_t armed_window)
+queue_awaited(struct droce_port *p, struct dp_queue *q, uint64_t tsc,
+		uint64_t wakeups_before)
 {
 	if (droce_tp_queue_wakeups(q->tq) != wakeups_before) {
 		q->app_poll_tsc = tsc;
 		return 0;
 	}
-	if (droce_tp_queue_awaited(q->tq) == 0 ||
-			dp_since(tsc, q->armed_tsc) >= armed_window)
+	if (!awaited_hint(p, q, tsc))
 		return 0;
 	q->armed_passes++;
 	return 1;
@@ -685,7 +684,6 @@ progress_thread(void *arg)
 {
 	struct droce_port *p = arg;
 	uint64_t app_window, app_recent_window, app_short_window, last_work = 0;
-	uint64_t armed_window = rte_get_tsc_hz() / 1000 * DP_ARMED_SPIN_MS;
 	uint32_t i, nap = DP_DRIVE_NAP_MIN_US;
 
 	/* short sleeps must stay short: 1 us of timer slack, not 50 */
@@ -698,6 +696,7 @@ progress_thread(void *arg)
 	app_short_window = rte_get_tsc_hz() / 50000;	/* 20 us */
 	p->away_cycles = app_short_window;
 	app_recent_window = rte_get_tsc_hz() / 500;	/* 2 ms */
+	p->armed_cycles = rte_get_tsc_hz() / 1000 * DP_ARMED_SPIN_MS;
 	p->recent_cycles = app_recent_window;
 
 	while (!p->stop) {
@@ -728,7 +727,7 @@ progress_thread(void *arg)
 			/* its owner is going to sleep on a channel, or
 			 * sleeps: ours too however lately it polled (taking
 			 * turns with its spin in ibv_get_cq_event) */
-			int aw = awaited_hint(q, tsc, armed_window);
+			int aw = awaited_hint(p, q, tsc);
 
 			app_window = p->spare_cpu ||
 				q->handoff_tsc > q->app_poll_tsc ||
@@ -756,8 +755,7 @@ progress_thread(void *arg)
 				work += w;
 				if (w == 0)
 					busy |= queue_busy(q, now);
-				awaited |= queue_awaited(q, tsc, wakeups,
-					armed_window);
+				awaited |= queue_awaited(p, q, tsc, wakeups);
 				queue_unlock(q);
 			} else {
 				busy = 1;	/* an application polls it */
