@@ -397,9 +397,9 @@ chan_spin(struct dv_channel *ch)
 
 	if (budget == 0 || chan_fired(ch) || !dv_fd_blocks(ch->ch.fd))
 		return;
-	t0 = droce_now_ns();
+	t0 = dv_now_ns();
 	while (!chan_fired(ch))
-		if ((++n & 15) == 0 && droce_now_ns() - t0 >= budget)
+		if ((++n & 15) == 0 && dv_now_ns() - t0 >= budget)
 			break;
 }
 

@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -142,6 +143,17 @@ dv_event_spin_ns(void)
 	return v;
 }
 
+/* CLOCK_MONOTONIC: droce_now_ns needs the EAL's TSC rate, which an
+ * attached process has not (its EAL never starts) */
+uint64_t
+dv_now_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
 /* Whether a read of fd waits (the application may set O_NONBLOCK on a
  * channel's fd at any time: asked each time, only when nothing fired). */
 int
@@ -178,7 +190,7 @@ event_spin(struct dv_channel *c)
 
 	if (mask == 0 || port == NULL || fired(c) || !dv_fd_blocks(c->ch.fd))
 		return;
-	t0 = droce_now_ns();
+	t0 = dv_now_ns();
 	for (;;) {
 		for (q = 0; q < nq; q++)
 			if (mask & (1ull << (q % 64)))
@@ -186,7 +198,7 @@ event_spin(struct dv_channel *c)
 		if (fired(c))
 			return;
 		if (budget == 0 ||
-				((++n & 7) == 0 && droce_now_ns() - t0 >= budget))
+				((++n & 7) == 0 && dv_now_ns() - t0 >= budget))
 			break;
 		/* the progress thread, a peer on this machine: on few
 		 * CPUs they may wait for this one */

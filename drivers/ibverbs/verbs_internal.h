@@ -191,6 +191,7 @@ int dv_port_get(struct dv_context *ctx);
 /* verbs_event.c: waiting on a completion channel */
 uint64_t dv_event_spin_ns(void);
 int dv_fd_blocks(int fd);
+uint64_t dv_now_ns(void);
 void dv_port_put(struct dv_context *ctx);
 int dv_resolve(struct dv_context *ctx, const struct ibv_ah_attr *ah,
 		struct droce_av *av);
