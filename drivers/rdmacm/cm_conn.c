@@ -428,15 +428,15 @@ send_mra(struct cm_id_priv *p)
 }
 
 /*
- * Whether a REQ to no listener was seen before. A server may be between
+ * Whether a REQ (or SIDR REQ) to no listener was seen before. A server may be between
  * two listens (perftest -R closes its listener after the first
  * connection and listens again for the next, and its peer connects as
  * soon as it hears the first is done): the first copy is only
  * remembered, and the peer's CM retransmits it within seconds; a copy
  * seen again is rejected, as droced's QP1 does (app/droced/gsi.c).
  */
-static bool
-orphan_seen_before(const uint8_t sgid[16], uint32_t comm_id)
+bool
+cm_orphan_seen_before(const uint8_t sgid[16], uint32_t comm_id)
 {
 	uint64_t now = cm_now_ms();
 	uint32_t i, oldest = 0;
@@ -487,7 +487,7 @@ rx_req(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 		return;
 	}
 	l = cm_listener_of(d, r.service_id, r.dgid);
-	if (l == NULL && !orphan_seen_before(sgid, r.local_comm_id)) {
+	if (l == NULL && !cm_orphan_seen_before(sgid, r.local_comm_id)) {
 		cm.st.rx_drop_orphan++;
 		return;
 	}

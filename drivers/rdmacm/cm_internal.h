@@ -280,6 +280,9 @@ struct cm_id_priv *cm_conn_child(struct cm_id_priv *l, struct cm_dev *d,
 void cm_send_simple(struct cm_dev *d, struct ibv_ah *ah, uint64_t tid,
 		uint16_t attr, uint32_t local, uint32_t remote, uint32_t qpn,
 		uint8_t *mad);
+/* a REQ or SIDR REQ to no listener: true when this is its second copy
+ * (the first is dropped: the server may be between two listens) */
+bool cm_orphan_seen_before(const uint8_t sgid[16], uint32_t comm_id);
 /* a passive ID's request is answered: its listener's backlog frees */
 void cm_request_done(struct cm_id_priv *p);
 void cm_send_rej(struct cm_dev *d, struct ibv_ah *ah, uint64_t tid,

@@ -64,6 +64,7 @@ cm_sidr_connect(struct cm_id_priv *p, struct rdma_conn_param *param)
 	cm_sidr_req_pack(mad + CM_MAD_HDR, &r);
 	cm_send_mad(p->dev, p->ah, mad);
 	cm_retx_arm(p, mad, CM_RETRY_MS);
+	p->req_sent_ms = cm_now_ms();
 	p->state = CM_SIDR_REQ_SENT;
 out:
 	pthread_mutex_unlock(&cm.lock);
@@ -114,6 +115,11 @@ rx_sidr_req(struct cm_dev *d, const uint8_t sgid[16],
 		droce_gid_from_ipv4(mine, get_be32(ip.dst + 12));
 	ah = cm_dev_ah(d, sgid, cm_dev_gid_index(d, mine, sgid));
 	l = cm_listener_of(d, r.service_id, mine);
+	/* the first copy to no listener only remembered, as a REQ's */
+	if (l == NULL && !cm_orphan_seen_before(sgid, r.request_id)) {
+		cm.st.rx_drop_orphan++;
+		return;
+	}
 	if (l == NULL) {
 		memset(&rep, 0, sizeof(rep));
 		rep.request_id = r.request_id;
@@ -217,6 +223,18 @@ rx_sidr_rep(const uint8_t *msg)
 			break;
 	if (p == NULL) {
 		cm.st.rx_drop_unknown++;
+		return;
+	}
+	/*
+	 * "Service ID not supported" in the first seconds: the server may
+	 * not listen yet (perftest -R -c UD connects as soon as its
+	 * hand-shake ends, while its server only then listens; a kernel's
+	 * CM answers at once). The SIDR REQ's retransmission, armed
+	 * already, asks again; the answer counts once the grace is over.
+	 */
+	if (r.status == CM_SIDR_UNSUPPORTED &&
+			cm_now_ms() - p->req_sent_ms < CM_REJ8_GRACE_MS) {
+		cm.st.rx_rej_retried++;
 		return;
 	}
 	cm_retx_stop(p);

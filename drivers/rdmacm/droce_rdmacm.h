@@ -25,9 +25,12 @@ struct droce_cm_stats {
 	uint64_t tx_drop_nobuf;		/* every send buffer in flight */
 	uint64_t timeouts;		/* retries exhausted */
 	uint64_t rej_sent;
-	uint64_t rx_drop_orphan;	/* a REQ to no listener, seen once */
+	uint64_t rx_drop_orphan;	/* a REQ or SIDR REQ to no listener,
+					 * seen once */
 	uint64_t rx_rej_retried;	/* "invalid service ID" to a REQ of
-					 * ours in its grace: REQ sent again */
+					 * ours (or "service ID not
+					 * supported" to a SIDR REQ) in its
+					 * grace: the request sent again */
 };
 
 int droce_cm_stats_get(struct droce_cm_stats *st);

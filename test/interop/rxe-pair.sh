@@ -180,6 +180,10 @@ if [ $cm -eq 1 ]; then
 	gdev=""
 	case "$prog" in ib_*) gdev="-d rxe0" ;; esac
 fi
+# the programs' port option; udaddy's port is fixed (7174) and its -p
+# names the port space
+portopt="-p $port"
+case "$prog" in udaddy) portopt="" ;; esac
 
 echo "rxe-pair: $role $prog $* (tap $tap, droce $droce_ip, rxe $guest_ip, loss $loss ppm)"
 [ "$loss_frames" -gt 0 ] && echo "rxe-pair: loss only in the first $loss_frames frames each way"
@@ -188,7 +192,7 @@ if [ $cm -eq 1 ] && [ "$role" = droce-server ]; then
 	# droce's telemetry (/droce/cm) says when
 	tele=/var/run/dpdk/drxe$tag/dpdk_telemetry.v2
 	timeout -k 5 400 "$run" "${droce_env[@]}" "DROCE_EAL=--file-prefix drxe$tag" \
-		"$prog" $droce_opts -p "$port" "${srv_args[@]}" > "$work/droce.log" 2>&1 &
+		"$prog" $droce_opts $portopt "${srv_args[@]}" > "$work/droce.log" 2>&1 &
 	pids+=($!); dpid=$!
 	for _ in $(seq 1 600); do
 		[ "$(/usr/bin/python3 - "$tele" <<'PY' 2>/dev/null
@@ -203,12 +207,12 @@ PY
 		kill -0 "$dpid" 2>/dev/null || break
 		sleep 0.1
 	done
-	guest "$gprog $gdev $guest_opts -p $port ${cli_args[*]}; rc=\$?; ip neigh show; exit \$rc" \
+	guest "$gprog $gdev $guest_opts $portopt ${cli_args[*]}; rc=\$?; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
 	pids+=($!); gpid=$!
 elif [ $cm -eq 1 ]; then
 	# the kernel's CM lists the server's ID as listening once it does
-	guest "$gprog $gdev $guest_opts -p $port ${srv_args[*]} > /tmp/srv.log 2>&1 & p=\$!; \
+	guest "$gprog $gdev $guest_opts $portopt ${srv_args[*]} > /tmp/srv.log 2>&1 & p=\$!; \
 		for i in \$(seq 1 300); do rdma res show cm_id 2>/dev/null | grep -q 'state LISTEN' && break; sleep 0.1; done; \
 		echo RXE-LIST''ENING; wait \$p; rc=\$?; cat /tmp/srv.log; ip neigh show; exit \$rc" \
 		"$work/guest.log" &
@@ -218,7 +222,7 @@ elif [ $cm -eq 1 ]; then
 		kill -0 "$gpid" 2>/dev/null || break
 		sleep 0.1
 	done
-	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" $droce_opts -p "$port" "${cli_args[@]}" \
+	timeout -k 5 400 "$run" "${droce_env[@]}" "$prog" $droce_opts $portopt "${cli_args[@]}" \
 		> "$work/droce.log" 2>&1 &
 	pids+=($!); dpid=$!
 elif [ "$role" = droce-server ]; then

@@ -9,7 +9,8 @@
  *
  * The client checks, in order: a connect to an address nobody answers
  * ends in ADDR_ERROR (or UNREACHABLE) within its timeout; a connect to a
- * port with no listener ends in REJECTED; librpma's and libfabric's
+ * port with no listener ends in REJECTED, a UD one (SIDR) in UNREACHABLE,
+ * each after its request was retried; librpma's and libfabric's
  * habits (check_library_habits); hostile MADs to the server's
  * QP1 (a UD QP of its own with the CM's Q_Key); then rdma_post_send's
  * promises (rdma_verbs.h, seed 001): INLINE and SIGNALED sends return 0,
@@ -169,6 +170,45 @@ check_no_listener(const char *srv)
 			"REJECTED only after the REQ was retried");
 	}
 	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * The same for UD: a SIDR REQ to no listener. The answer "service ID not
+ * supported" counts only after its grace (the server may not listen yet:
+ * perftest -R -c UD), so the SIDR REQ goes again first.
+ */
+static void
+check_no_listener_ud(const char *srv)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in dst = sin_of(srv, 9);	/* nobody listens on 9 */
+	int (*get)(struct droce_cm_stats *) =
+		(int (*)(struct droce_cm_stats *))dlsym(RTLD_DEFAULT,
+		"droce_cm_stats_get");
+	struct droce_cm_stats before, after;
+	enum rdma_cm_event_type t;
+	struct rdma_cm_id *id;
+	int st = 0, rc;
+
+	CHECK(get != NULL && get(&before) == 0, "droce_cm_stats_get");
+	rdma_create_id(ch, &id, NULL, RDMA_PS_UDP);
+	rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000);
+	CHECK(next_event(ch, 15, &t, &st) == 0 &&
+		t == RDMA_CM_EVENT_ADDR_RESOLVED, "UD: server address resolved");
+	rdma_resolve_route(id, 2000);
+	CHECK(next_event(ch, 15, &t, &st) == 0 &&
+		t == RDMA_CM_EVENT_ROUTE_RESOLVED, "UD: route resolved");
+	CHECK(rdma_connect(id, NULL) == 0,
+		"UD: rdma_connect (SIDR REQ) to a port nobody listens on");
+	rc = next_event(ch, 60, &t, &st);
+	printf("  event %s status %d\n", rc ? "none" : rdma_event_str(t), st);
+	CHECK(rc == 0 && t == RDMA_CM_EVENT_UNREACHABLE && st == 1,
+		"UD: UNREACHABLE, status 1 (service ID not supported)");
+	CHECK(get != NULL && get(&after) == 0 &&
+		after.rx_rej_retried > before.rx_rej_retried,
+		"UD: UNREACHABLE only after the SIDR REQ was retried");
 	rdma_destroy_id(id);
 	rdma_destroy_event_channel(ch);
 }
@@ -425,6 +465,7 @@ client(const char *srv)
 
 	check_unreachable();
 	check_no_listener(srv);
+	check_no_listener_ud(srv);
 	check_multicast();
 	check_library_habits(srv);
 	send_hostile(srv);
