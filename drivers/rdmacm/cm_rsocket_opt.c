@@ -306,6 +306,12 @@ rs_get_sol_socket(struct rs_socket *rs, int name, int *out,
 	case SO_TYPE:
 		*out = rs->type;
 		return 0;
+	case SO_PROTOCOL:
+		*out = IPPROTO_TCP;
+		return 0;
+	case SO_DOMAIN:
+		*out = rdma_get_local_addr(rs->id)->sa_family;
+		return 0;
 	case SO_ACCEPTCONN:
 		*out = rs->phase == RS_LISTENING;
 		return 0;
@@ -360,6 +366,29 @@ rs_get_other(struct rs_socket *rs, int level, int name, int *out)
 	return -1;
 }
 
+/* The options that are not an int: what a program asks of TCP. */
+static int
+rs_get_tcp_blob(struct rs_socket *rs, int name, void *v, socklen_t *len)
+{
+	static const char cc[] = "rdma";	/* RC's own, not TCP's */
+	struct tcp_info ti;
+
+	if (name == TCP_CONGESTION) {
+		memset(v, 0, *len);
+		memcpy(v, cc, *len < sizeof(cc) ? *len : sizeof(cc));
+		*len = *len < sizeof(cc) ? *len : sizeof(cc);
+		return 0;
+	}
+	memset(&ti, 0, sizeof(ti));
+	ti.tcpi_state = rs_connected(rs) ? 1 /* ESTABLISHED */ : 7 /* CLOSE */;
+	ti.tcpi_snd_cwnd = rs->sq_size;
+	ti.tcpi_snd_mss = 2048;
+	ti.tcpi_rcv_mss = 2048;
+	memcpy(v, &ti, *len < sizeof(ti) ? *len : sizeof(ti));
+	*len = *len < sizeof(ti) ? *len : sizeof(ti);
+	return 0;
+}
+
 int
 rgetsockopt(int s, int level, int name, void *v, socklen_t *len)
 {
@@ -373,6 +402,12 @@ rgetsockopt(int s, int level, int name, void *v, socklen_t *len)
 		rs_put(rs);
 		errno = EFAULT;
 		return -1;
+	}
+	if (level == IPPROTO_TCP && (name == TCP_INFO ||
+			name == TCP_CONGESTION)) {
+		rc = rs_get_tcp_blob(rs, name, v, len);
+		rs_put(rs);
+		return rc;
 	}
 	if (level == SOL_SOCKET)
 		rc = rs_get_sol_socket(rs, name, &out, &lg);

@@ -61,7 +61,9 @@ rs_revents(struct rs_socket *rs, short events)
 		rev |= POLLIN;
 	if ((events & POLLOUT) && rs->rmsg != NULL && rs_can_send(rs))
 		rev |= POLLOUT;
-	if (rs->phase == RS_DISCONNECTED)
+	/* a hang-up once what came before it is read, as TCP's comes
+	 * after the data (rstream's rpoll takes POLLHUP for a failure) */
+	if (rs->phase == RS_DISCONNECTED && !rs_have_rdata(rs))
 		rev |= POLLHUP;
 	else if (rs->phase == RS_ERROR)
 		rev |= POLLERR;
