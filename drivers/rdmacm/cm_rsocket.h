@@ -44,6 +44,7 @@
 #define RS_DEF_RQSIZE 384
 #define RS_DEF_MEM (1u << 17)
 #define RS_DEF_WMEM (1u << 17)
+#define RS_DEF_POLLING_US 10
 
 /* the immediate: 3 bits of operation, 29 of data */
 enum rs_op {
@@ -261,6 +262,7 @@ int rs_send_iomaps(struct rs_socket *rs, int flags);
 /* cm_rsocket_opt.c: options */
 void rs_opts_inherit(struct rs_socket *rs, const struct rs_socket *from);
 void rs_opts_default(struct rs_socket *rs);
+uint64_t rs_spin_us(void);
 
 static inline bool
 rs_connected(const struct rs_socket *rs)

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cm_rsocket.h"
@@ -64,13 +65,26 @@ rs_clamp_sizes(struct rs_socket *rs)
 		rs->rq_size = RS_QP_MIN_SIZE;
 }
 
+/* n receives in one call: data comes by RDMA WRITE, so a receive only
+ * takes the immediate and has no buffer */
 static int
-rs_post_recv(struct rs_socket *rs)
+rs_post_recvs(struct rs_socket *rs, int n)
 {
-	struct ibv_recv_wr wr = { .wr_id = RS_WR_RECV }, *bad;
+	struct ibv_recv_wr wr[RS_POLL_BATCH], *bad;
+	int i, k;
 
-	/* data comes by RDMA WRITE: a receive only takes the immediate */
-	return ibv_post_recv(rs->id->qp, &wr, &bad) == 0 ? 0 : -1;
+	while (n > 0) {
+		k = n < RS_POLL_BATCH ? n : RS_POLL_BATCH;
+		memset(wr, 0, sizeof(wr[0]) * k);
+		for (i = 0; i < k; i++) {
+			wr[i].wr_id = RS_WR_RECV;
+			wr[i].next = i + 1 < k ? &wr[i + 1] : NULL;
+		}
+		if (ibv_post_recv(rs->id->qp, wr, &bad) != 0)
+			return -1;
+		n -= k;
+	}
+	return 0;
 }
 
 static int
@@ -156,15 +170,10 @@ rs_create_bufs(struct rs_socket *rs)
 int
 rs_create_ep(struct rs_socket *rs)
 {
-	uint16_t i;
-
 	rs_clamp_sizes(rs);
 	if (rs_create_queues(rs) != 0 || rs_create_bufs(rs) != 0)
 		return -1;
-	for (i = 0; i < rs->rq_size; i++)
-		if (rs_post_recv(rs) != 0)
-			return -1;
-	return 0;
+	return rs_post_recvs(rs, rs->rq_size);
 }
 
 void
@@ -427,15 +436,10 @@ rs_process_cq(struct rs_socket *rs)
 				rs_recv_msg(rs, be32toh(wc[i].imm_data));
 		}
 	}
-	if (rs_connected(rs)) {
-		while (rcnt-- > 0) {
-			if (rs_post_recv(rs) != 0) {
-				rs->phase = RS_ERROR;
-				rs->rd = rs->wr = false;
-				rs->err = errno;
-				break;
-			}
-		}
+	if (rs_connected(rs) && rcnt > 0 && rs_post_recvs(rs, rcnt) != 0) {
+		rs->phase = RS_ERROR;
+		rs->rd = rs->wr = false;
+		rs->err = errno;
 	}
 	rs_update_credits(rs);
 	return n < 0 ? -1 : 0;
@@ -456,6 +460,15 @@ rs_cq_event(struct rs_socket *rs)
 	}
 }
 
+static uint64_t
+rs_now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 /*
  * Until test holds: completions first, then (unless nonblock) a sleep on
  * the completion channel and the CM channel, the lock dropped meanwhile
@@ -466,6 +479,7 @@ int
 rs_wait(struct rs_socket *rs, bool nonblock, bool (*test)(struct rs_socket *rs))
 {
 	struct pollfd p[2];
+	uint64_t t0 = 0, spin = rs_spin_us();
 
 	for (;;) {
 		rs_process_cq(rs);
@@ -475,6 +489,13 @@ rs_wait(struct rs_socket *rs, bool nonblock, bool (*test)(struct rs_socket *rs))
 			errno = EWOULDBLOCK;
 			return -1;
 		}
+		/* a completion due soon costs no wake-up (rdma-core's
+		 * polling_time): a sleep's wake-up through droced costs more
+		 * than a round trip */
+		if (t0 == 0)
+			t0 = rs_now_us();
+		if (rs_now_us() - t0 < spin)
+			continue;
 		if (rs->cq != NULL && !rs->cq_armed) {
 			ibv_req_notify_cq(rs->cq, 0);
 			rs->cq_armed = true;

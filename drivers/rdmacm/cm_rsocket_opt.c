@@ -25,9 +25,10 @@
 static struct {
 	uint16_t inline_size, sqsize, rqsize, iomap_size;
 	uint32_t mem, wmem;
+	uint32_t polling_time;		/* us a wait polls before it sleeps */
 } def = {
 	RS_DEF_INLINE, RS_DEF_SQSIZE, RS_DEF_RQSIZE, 0,
-	RS_DEF_MEM, RS_DEF_WMEM,
+	RS_DEF_MEM, RS_DEF_WMEM, RS_DEF_POLLING_US,
 };
 static pthread_once_t def_once = PTHREAD_ONCE_INIT;
 
@@ -65,6 +66,9 @@ rs_conf_load(void)
 	rs_conf_u32("mem_default", &def.mem);
 	rs_conf_u32("wmem_default", &def.wmem);
 	rs_conf_u16("iomap_size", &def.iomap_size);
+	rs_conf_u32("polling_time", &def.polling_time);
+	if (getenv("RS_POLLING_US") != NULL)
+		def.polling_time = (uint32_t)atoi(getenv("RS_POLLING_US"));
 	if (def.mem < 1)
 		def.mem = 1;
 	if (def.wmem < RS_SNDLOWAT)
@@ -84,6 +88,13 @@ rs_opts_default(struct rs_socket *rs)
 	rs->rq_size = def.rqsize;
 	rs->ctrl_max_seqno = RS_QP_CTRL_SIZE;
 	rs->target_iomap_size = def.iomap_size;
+}
+
+uint64_t
+rs_spin_us(void)
+{
+	pthread_once(&def_once, rs_conf_load);
+	return def.polling_time;
 }
 
 /* an accepted socket takes its listener's sizes */
