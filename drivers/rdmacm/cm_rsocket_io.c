@@ -373,6 +373,14 @@ rs_recv_msg(struct rs_socket *rs, uint32_t msg)
 		}
 		break;
 	default:
+		/* a write never crosses a half of the buffer: a longer one
+		 * would have us copy from past its end */
+		if (rs_msg_data(msg) > rs->rbuf_size >> 1) {
+			rs->phase = RS_ERROR;
+			rs->rd = rs->wr = false;
+			rs->err = EPROTO;
+			break;
+		}
 		rs->rmsg[rs->rmsg_tail].op = rs_msg_op(msg);
 		rs->rmsg[rs->rmsg_tail].data = rs_msg_data(msg);
 		if (++rs->rmsg_tail == rs->rq_size + 1)

@@ -53,8 +53,9 @@ rs_ready(struct rs_socket *rs)
 			errno = EAGAIN;
 		return -1;
 	}
-	if (rs->rmsg == NULL) {
-		errno = ENOTCONN;
+	if (rs->rmsg == NULL || rs->phase == RS_CONNECT_ERROR) {
+		errno = rs->phase == RS_CONNECT_ERROR && rs->err ? rs->err :
+			ENOTCONN;
 		return -1;
 	}
 	return 0;
@@ -173,6 +174,11 @@ rs_chunk(struct rs_socket *rs, size_t left, uint32_t *olen)
 int
 rs_wait_send(struct rs_socket *rs, int flags)
 {
+	if (!rs->wr) {
+		/* our own SHUT_WR, or the peer gone */
+		errno = rs_connected(rs) ? EPIPE : ECONNRESET;
+		return -1;
+	}
 	if (rs_can_send(rs))
 		return 0;
 	if (rs_wait(rs, rs_nonblock(rs, flags), rs_conn_can_send) != 0)
