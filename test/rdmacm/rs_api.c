@@ -7,8 +7,9 @@
  * datagram sockets refused, a non-blocking accept and connect finished
  * through rpoll and SO_ERROR, a connect nobody listens for refused, 8 MB
  * each way through a 128 KB receive buffer with every byte checked,
- * MSG_PEEK, rselect, the addresses, options, and EOF after the peer's
- * rshutdown(SHUT_WR) while the other way stays open.
+ * MSG_PEEK, rselect, the addresses, options, 8 MB both ways at once
+ * (a sending thread beside a receiving one, on one socket), and EOF
+ * after the peer's rshutdown(SHUT_WR) while the other way stays open.
  *
  *   rs_api server ADDR | rs_api client ADDR
  *
@@ -22,6 +23,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,6 +113,32 @@ recv_big(int s, uint8_t seed)
 	return true;
 }
 
+struct duplex {
+	int s;
+	uint8_t seed;
+};
+
+static void *
+duplex_send(void *arg)
+{
+	struct duplex *d = arg;
+
+	send_big(d->s, d->seed);
+	return NULL;
+}
+
+/* 8 MB out from a thread while 8 MB come in on this one */
+static void
+duplex(int s, uint8_t out, uint8_t in)
+{
+	struct duplex d = { s, out };
+	pthread_t t;
+
+	CHECK(pthread_create(&t, NULL, duplex_send, &d) == 0, "sender thread");
+	CHECK(recv_big(s, in), "8 MB in while 8 MB go out, every byte");
+	pthread_join(t, NULL);
+}
+
 static int
 wait_for(int s, short ev, int ms)
 {
@@ -160,6 +188,7 @@ server(const char *ip)
 	CHECK(recv_big(s, 1), "8 MB in, every byte");
 	send_big(s, 2);
 	printf("ok: 8 MB out\n");
+	duplex(s, 4, 3);
 	/* the client's "peek" */
 	CHECK(rrecv(s, b, 4, MSG_PEEK | MSG_WAITALL) == 4 && !memcmp(b, "peek", 4),
 		"MSG_PEEK sees the data");
@@ -234,6 +263,7 @@ client(const char *ip)
 	send_big(s, 1);
 	printf("ok: 8 MB out\n");
 	CHECK(recv_big(s, 2), "8 MB in, every byte");
+	duplex(s, 3, 4);
 	CHECK(rsend(s, "peek", 4, 0) == 4, "rsend");
 	CHECK(rshutdown(s, SHUT_WR) == 0, "rshutdown SHUT_WR");
 	CHECK(rrecv(s, b, 3, MSG_WAITALL) == 3 && !memcmp(b, "bye", 3),
