@@ -185,8 +185,17 @@ struct rs_socket {
 	struct ibv_mr *target_mr;
 	void *target_buf;
 	volatile struct rs_sge *target_sgl;
-	struct rs_iomap *target_iomap;
-	int target_sge;
+	volatile struct rs_iomap *target_iomap;
+	/*
+	 * What this side uses of them: each entry copied once the
+	 * immediate that follows its write has completed, never read while
+	 * the peer's write may still be landing (droce places a write with
+	 * memcpy, so a new length can be seen beside an old address)
+	 */
+	struct rs_sge sgl[RS_SGL_SIZE];
+	int sgl_next;			/* the entry the peer writes next */
+	int target_sge;			/* the entry sends go to */
+	struct rs_iomap *iomap;		/* target_iomap_size */
 
 	/* receiving */
 	struct ibv_mr *rmr;

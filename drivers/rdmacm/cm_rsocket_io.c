@@ -146,9 +146,13 @@ rs_create_bufs(struct rs_socket *rs)
 	if (rs->target_mr == NULL)
 		return -1;
 	rs->target_sgl = rs->target_buf;
-	if (rs->target_iomap_size > 0)
+	if (rs->target_iomap_size > 0) {
 		rs->target_iomap = (struct rs_iomap *)
 			((struct rs_sge *)rs->target_buf + RS_SGL_SIZE);
+		rs->iomap = calloc(rs->target_iomap_size, sizeof(*rs->iomap));
+		if (rs->iomap == NULL)
+			return -1;
+	}
 	rs->rbuf = rs_alloc_pages(rs->rbuf_size);
 	if (rs->rbuf == NULL)
 		return -1;
@@ -207,6 +211,8 @@ rs_free_ep(struct rs_socket *rs)
 	free(rs->rbuf);
 	free(rs->target_buf);
 	free(rs->rmsg);
+	free(rs->iomap);
+	rs->iomap = NULL;
 	rs->remote_slots = NULL;
 	rs->smr = rs->rmr = rs->target_mr = NULL;
 	rs->sbuf = rs->rbuf = NULL;
@@ -250,9 +256,11 @@ rs_save_conn_data(struct rs_socket *rs, const struct rs_conn_data *c)
 			rs_scale_to_value(c->target_iomap_size);
 		rs->remote_iomap.key = rs->remote_sgl.key;
 	}
-	rs->target_sgl[0].addr = be64toh(c->data_buf.addr);
-	rs->target_sgl[0].length = be32toh(c->data_buf.length);
-	rs->target_sgl[0].key = be32toh(c->data_buf.key);
+	/* entry 0 comes here; the peer writes 1, 0, 1, ... after it */
+	rs->sgl[0].addr = be64toh(c->data_buf.addr);
+	rs->sgl[0].length = be32toh(c->data_buf.length);
+	rs->sgl[0].key = be32toh(c->data_buf.key);
+	rs->sgl_next = 1;
 	rs->sseq_comp = be16toh(c->credits);
 }
 
@@ -349,16 +357,48 @@ rs_update_credits(struct rs_socket *rs)
 
 /* ---- completions ---- */
 
+/* The entry of the target SGL the write before this immediate filled. */
 static void
-rs_recv_msg(struct rs_socket *rs, uint32_t msg)
+rs_take_sgl(struct rs_socket *rs)
+{
+	volatile struct rs_sge *t = &rs->target_sgl[rs->sgl_next];
+
+	rs->sgl[rs->sgl_next].addr = t->addr;
+	rs->sgl[rs->sgl_next].key = t->key;
+	rs->sgl[rs->sgl_next].length = t->length;
+	if (++rs->sgl_next == RS_SGL_SIZE)
+		rs->sgl_next = 0;
+}
+
+static void
+rs_take_iomap(struct rs_socket *rs, uint32_t i)
+{
+	volatile struct rs_iomap *t;
+
+	if (i >= rs->target_iomap_size)
+		return;
+	t = &rs->target_iomap[i];
+	rs->iomap[i].offset = t->offset;
+	rs->iomap[i].sge.addr = t->sge.addr;
+	rs->iomap[i].sge.key = t->sge.key;
+	rs->iomap[i].sge.length = t->sge.length;
+}
+
+static void
+rs_recv_msg(struct rs_socket *rs, uint32_t msg, uint32_t byte_len)
 {
 	switch (rs_msg_op(msg)) {
 	case RS_OP_SGL:
+		/* with an entry written (16 bytes), or credits alone */
+		if (byte_len >= sizeof(struct rs_sge))
+			rs_take_sgl(rs);
 		rs->sseq_comp = (uint16_t)rs_msg_data(msg);
 		break;
 	case RS_OP_IOMAP_SGL:
+		rs_take_iomap(rs, rs_msg_data(msg));
+		break;
 	case RS_OP_WRITE:
-		break;	/* the peer's table changed: nothing to do here */
+		break;
 	case RS_OP_CTRL:
 		if (rs_msg_data(msg) == RS_CTRL_DISCONNECT) {
 			rs->phase = RS_DISCONNECTED;
@@ -441,7 +481,8 @@ rs_process_cq(struct rs_socket *rs)
 				continue;	/* flushed */
 			rcnt++;
 			if (wc[i].wc_flags & IBV_WC_WITH_IMM)
-				rs_recv_msg(rs, be32toh(wc[i].imm_data));
+				rs_recv_msg(rs, be32toh(wc[i].imm_data),
+						wc[i].byte_len);
 		}
 	}
 	if (rs_connected(rs) && rcnt > 0 && rs_post_recvs(rs, rcnt) != 0) {
@@ -532,7 +573,7 @@ rs_can_send(struct rs_socket *rs)
 {
 	return rs->sqe_avail > 0 && rs->sbuf_bytes_avail >= RS_SNDLOWAT &&
 		rs->sseq_no != rs->sseq_comp &&
-		rs->target_sgl[rs->target_sge].length != 0;
+		rs->sgl[rs->target_sge].length != 0;
 }
 
 bool

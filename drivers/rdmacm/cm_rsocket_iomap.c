@@ -154,7 +154,7 @@ rs_find_iomap(struct rs_socket *rs, uint64_t offset)
 	uint16_t i;
 
 	for (i = 0; i < rs->target_iomap_size; i++) {
-		t = &rs->target_iomap[i];
+		t = &rs->iomap[i];
 		if (t->sge.length != 0 && offset >= t->offset &&
 				offset < t->offset + t->sge.length)
 			return t;

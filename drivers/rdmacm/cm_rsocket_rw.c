@@ -137,12 +137,12 @@ rs_send_chunk(struct rs_socket *rs, struct rs_iov *c, uint32_t len,
 	return rc;
 }
 
-/* Data into the peer's buffer: its entry advances before the write is
- * posted, as the peer may rewrite the entry once the write lands. */
+/* Data into the peer's buffer, where its entry says; the entry
+ * advances, and moves on to the next once the half is full. */
 static int
 rs_write_data(struct rs_socket *rs, struct rs_iov *c, uint32_t len)
 {
-	volatile struct rs_sge *t = &rs->target_sgl[rs->target_sge];
+	struct rs_sge *t = &rs->sgl[rs->target_sge];
 	struct rs_dst d = { rs_msg(RS_OP_DATA, len), t->addr, t->key, true };
 
 	rs->sseq_no++;
@@ -210,8 +210,8 @@ rs_sendv_locked(struct rs_socket *rs, const struct iovec *iov, int iovcnt,
 		if (rc != 0)
 			break;
 		xfer = rs_chunk(rs, left, &olen);
-		if (xfer > rs->target_sgl[rs->target_sge].length)
-			xfer = rs->target_sgl[rs->target_sge].length;
+		if (xfer > rs->sgl[rs->target_sge].length)
+			xfer = rs->sgl[rs->target_sge].length;
 		rc = rs_write_data(rs, &c, xfer);
 		if (rc != 0)
 			break;
