@@ -67,8 +67,6 @@ rs_conf_load(void)
 	rs_conf_u32("wmem_default", &def.wmem);
 	rs_conf_u16("iomap_size", &def.iomap_size);
 	rs_conf_u32("polling_time", &def.polling_time);
-	if (getenv("RS_POLLING_US") != NULL)
-		def.polling_time = (uint32_t)atoi(getenv("RS_POLLING_US"));
 	if (def.mem < 1)
 		def.mem = 1;
 	if (def.wmem < RS_SNDLOWAT)
