@@ -17,7 +17,7 @@ FUZZ_SECONDS=${DROCE_FUZZ_SECONDS:-20}
 
 PACKAGES=(dpdk-dev libdpdk-dev meson ninja-build pkg-config libnuma-dev
 	libpcap-dev libibverbs-dev librdmacm-dev ibverbs-utils rdmacm-utils
-	perftest ucx-utils openmpi-bin python3-mpi4py librpma-dev libfabric-bin libfabric-dev tshark python3-scapy clang libclang-rt-14-dev nftables
+	perftest netcat-openbsd socat iperf3 ucx-utils openmpi-bin python3-mpi4py librpma-dev libfabric-bin libfabric-dev tshark python3-scapy clang libclang-rt-14-dev nftables
 	iproute2 python3 gcc libbsd-dev
 	qemu-system-x86 cpio xz-utils gzip procps)
 

@@ -169,8 +169,11 @@ write_swqe(const struct dv_qp *qp, uint8_t *slot, const struct ibv_send_wr *wr)
 		w->inline_len = (uint32_t)(d - (uint8_t *)(w + 1));
 	} else {
 		w->num_sge = (uint32_t)wr->num_sge;
-		memcpy(w + 1, wr->sg_list, sizeof(struct ibv_sge) *
-			(size_t)wr->num_sge);
+		/* no SGE (a WRITE WITH IMMEDIATE of nothing, rsockets'
+		 * control messages): sg_list may be NULL */
+		if (wr->num_sge > 0)
+			memcpy(w + 1, wr->sg_list, sizeof(struct ibv_sge) *
+				(size_t)wr->num_sge);
 	}
 }
 
@@ -297,8 +300,11 @@ post_rq(struct da_ctx *a, struct da_wq *wq, uint32_t max_sge, uint32_t kind,
 		w->wr_id = wr->wr_id;
 		w->num_sge = (uint32_t)wr->num_sge;
 		w->pad = 0;
-		memcpy(w + 1, wr->sg_list, sizeof(struct ibv_sge) *
-			(size_t)wr->num_sge);
+		/* a receive for an immediate alone has no SGE, and may have
+		 * no sg_list (rsockets') */
+		if (wr->num_sge > 0)
+			memcpy(w + 1, wr->sg_list, sizeof(struct ibv_sge) *
+				(size_t)wr->num_sge);
 		wq->prod++;
 	}
 	wq_publish(a, wq, prod0, kind, handle);
