@@ -158,6 +158,9 @@ struct dd_mw {
 /* What an application did and holds (telemetry's /droced/app). */
 struct dd_app_stats {
 	uint64_t sq_wqes, rq_wqes, srq_wqes, cqes, doorbells, events;
+	/* naps the progress thread skipped while one of its threads slept
+	 * on an armed channel (idle mode) */
+	uint64_t awaited_skips;
 	uint64_t refused_wqes, refused_requests, requests;
 	uint64_t replies_held;	/* it did not read them at once */
 	uint64_t parked_requests;	/* waited for a neighbour aside */
@@ -188,6 +191,7 @@ struct dd_app {
 	struct dd_table pds, mrs, cqs, srqs, qps, ahs, chans, segs, mws;
 	struct dd_table xrcds;
 	struct dd_app_stats st;
+	uint32_t fires;		/* channel CQs fired (region->arms' match) */
 	uint8_t cm_prefix;	/* its CM IDs' top byte (gsi.c) */
 	bool announced;		/* logged: it did more than HELLO */
 	bool hello_tried;	/* its resources were asked for (once) */

@@ -18,8 +18,10 @@
  */
 
 #include <errno.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 
@@ -473,6 +475,7 @@ cq_fire(struct dd_cq *cq, bool solicited)
 	cq->events++;
 	__atomic_store_n(&cq->sh->events, cq->events, __ATOMIC_RELEASE);
 	cq->app->st.events++;
+	__atomic_fetch_add(&cq->app->fires, 1, __ATOMIC_RELEASE);
 	if (write(cq->chan->wfd, &one, 1) < 0)
 		DD_LOG(DEBUG, "channel eventfd: %s", strerror(errno));
 }
@@ -613,15 +616,43 @@ drain_wakes(struct dd_port *dp)
 			;
 }
 
-/* The progress thread naps: applications must wake it after a doorbell.
- * Say so in every region, then look once more (a doorbell rung before
- * the flag was seen would otherwise wait out the nap). */
+/*
+ * Whether a thread of the application sleeps on a channel it armed
+ * lately: it armed more channel CQs than we fired, the last within
+ * DROCE_CHAN_ARMED_MS. Its completion is then ours to deliver at once,
+ * as a NIC's interrupt would (in process, the progress thread's awaited
+ * queues); after the window, naps again (a CQ armed and left so).
+ */
+static bool
+app_awaited(const struct dd_app *a, uint64_t now_ns)
+{
+	uint32_t arms = __atomic_load_n(&a->region->arms, __ATOMIC_ACQUIRE);
+	uint64_t at = __atomic_load_n(&a->region->arm_ns, __ATOMIC_ACQUIRE);
+
+	return arms != __atomic_load_n(&a->fires, __ATOMIC_ACQUIRE) &&
+		now_ns - at < (uint64_t)DROCE_CHAN_ARMED_MS * 1000000;
+}
+
+static uint64_t
+mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+/* The progress thread naps: applications must wake it after a doorbell
+ * or an arm. Say so in every region, then look once more (a doorbell
+ * rung or a CQ armed before the flag was seen would otherwise wait out
+ * the nap). */
 int
 dd_sleep_hook(void *arg, int sleeping)
 {
 	struct dd_port *dp = arg;
 	uint32_t i, q;
-	int pending = 0;
+	int pending = 0, awaited = 0;
+	uint64_t now = sleeping ? mono_ns() : 0;
 
 	/* no queue lock here: the list of applications under its mutex;
 	 * a session's port is set once (dd_app_bind) */
@@ -633,13 +664,24 @@ dd_sleep_hook(void *arg, int sleeping)
 			__atomic_store_n(&dd.apps[i]->region->sleeping,
 				(uint32_t)sleeping, __ATOMIC_SEQ_CST);
 	for (i = 0; sleeping && !pending && i < dd.nb_apps; i++) {
-		if (__atomic_load_n(&dd.apps[i]->dp, __ATOMIC_ACQUIRE) != dp)
+		struct dd_app *a = dd.apps[i];
+
+		if (__atomic_load_n(&a->dp, __ATOMIC_ACQUIRE) != dp)
 			continue;
 		for (q = 0; q < dp->nb_queues; q++)
-			if (__atomic_load_n(&dd.apps[i]->db[q]->prod,
-					__ATOMIC_SEQ_CST) != dd.apps[i]->db_cons[q])
+			if (__atomic_load_n(&a->db[q]->prod,
+					__ATOMIC_SEQ_CST) != a->db_cons[q])
 				pending = 1;
+		if (!pending && app_awaited(a, now)) {
+			a->st.awaited_skips++;
+			pending = awaited = 1;
+		}
 	}
 	pthread_mutex_unlock(&dd.apps_lock);
+	/* spinning for a sleeper: let the woken one, or anyone waiting
+	 * for this CPU, run first (on few CPUs a spinner finishing its
+	 * slice would delay the very thread it woke) */
+	if (awaited)
+		sched_yield();
 	return pending;
 }

@@ -114,6 +114,8 @@ void da_obj_del(struct da_ctx *a, enum da_kind k, uint32_t handle);
 int da_chan_track(struct da_ctx *a, struct dv_channel *ch, int on);
 void da_ring(struct da_ctx *a, struct da_wq *wq, uint32_t kind,
 		uint32_t handle);
+/* wake the daemon's progress thread if it naps */
+void da_wake(struct da_ctx *a);
 
 /* attach_mem.c: moving pages onto shared segments */
 int da_mem_acquire(struct da_memsess *s, void *addr, size_t len,

@@ -309,7 +309,6 @@ da_ring(struct da_ctx *a, struct da_wq *wq, uint32_t kind, uint32_t handle)
 {
 	struct droce_chan_db *db;
 	uint32_t q, p;
-	char one = 1;
 
 	if (__atomic_exchange_n(&wq->sh->rung, 1, __ATOMIC_ACQ_REL))
 		return;
@@ -326,6 +325,16 @@ da_ring(struct da_ctx *a, struct da_wq *wq, uint32_t kind, uint32_t handle)
 	/* the daemon sets sleeping, then reads the rings again: our store
 	 * of prod must come before our load of sleeping (Dekker) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	da_wake(a);
+}
+
+/* Wake the daemon's progress thread if it naps (after a store it must
+ * see, and a full fence). */
+void
+da_wake(struct da_ctx *a)
+{
+	char one = 1;
+
 	if (a->wake_fd >= 0 && __atomic_load_n(&a->region->sleeping,
 			__ATOMIC_RELAXED) &&
 			write(a->wake_fd, &one, 1) < 0)

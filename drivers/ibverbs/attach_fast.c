@@ -474,14 +474,25 @@ da_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 {
 	struct dv_cq *cq = dv_cq(ibcq);
 
+	struct da_ctx *a;
+	uint32_t was;
+
 	if (dead(cq->ctx))
 		return EIO;
-	__atomic_store_n(&cq->sh->arm, solicited_only ? DROCE_ARM_SOLICITED :
-		DROCE_ARM_ANY, __ATOMIC_RELEASE);
+	a = cq->ctx->att;
+	if (ibcq->channel != NULL)	/* for a daemon that naps (idle) */
+		__atomic_store_n(&a->region->arm_ns, dv_now_ns(),
+			__ATOMIC_RELAXED);
+	was = __atomic_exchange_n(&cq->sh->arm, solicited_only ?
+		DROCE_ARM_SOLICITED : DROCE_ARM_ANY, __ATOMIC_ACQ_REL);
+	if (ibcq->channel != NULL && was == DROCE_ARM_NONE)
+		__atomic_fetch_add(&a->region->arms, 1, __ATOMIC_RELEASE);
 	/* the daemon publishes a completion, then reads arm; the caller
 	 * polls next: our store of arm must come before our load of the
 	 * ring's prod (Dekker), or both miss and the channel waits forever */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (ibcq->channel != NULL && was == DROCE_ARM_NONE)
+		da_wake(a);
 	return 0;
 }
 

@@ -42,8 +42,9 @@
 extern "C" {
 #endif
 
-#define DROCE_CHAN_VERSION 5	/* 2: XRC; 3: several ports; 4: pipes;
-				 * 5: selective repeat (SET_SR) */
+#define DROCE_CHAN_VERSION 6	/* 2: XRC; 3: several ports; 4: pipes;
+				 * 5: selective repeat (SET_SR);
+				 * 6: the region's arms and arm_ns */
 #define DROCE_CHAN_MAGIC 0x64726f63u		/* "droc" */
 
 /** Where droced listens unless DROCE_DAEMON names another socket. */
@@ -433,7 +434,15 @@ struct droce_chan_region {
 	/** daemon: its progress thread naps; write the wake fd after a
 	 * doorbell */
 	uint32_t sleeping;
-	uint8_t pad2[DROCE_CHAN_CL - 4];
+	/** application: arms of its channel CQs (unarmed to armed), and
+	 * when the last one was (CLOCK_MONOTONIC ns, written first). The
+	 * daemon counts those it fired: while they differ, a thread sleeps
+	 * on a channel, and a napping daemon serves the port without naps
+	 * for DROCE_CHAN_ARMED_MS after the arm, as a NIC's interrupt
+	 * would wake the thread */
+	uint32_t arms;
+	uint64_t arm_ns;
+	uint8_t pad2[DROCE_CHAN_CL - 16];
 	/** async events: daemon writes prod, the application cons */
 	uint32_t async_prod;
 	uint8_t pad3[DROCE_CHAN_CL - 4];
@@ -441,6 +450,10 @@ struct droce_chan_region {
 	uint8_t pad4[DROCE_CHAN_CL - 4];
 	struct droce_chan_async async[DROCE_CHAN_ASYNC_SIZE];
 };
+
+/** How long after an arm the daemon serves an awaited port without
+ * naps (the progress thread's DP_ARMED_SPIN_MS in process). */
+#define DROCE_CHAN_ARMED_MS 100
 
 /** Where the daemon starts allocating rings. */
 #define DROCE_CHAN_HEAP_OFF 4096

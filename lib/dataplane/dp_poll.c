@@ -545,15 +545,18 @@ awaited_hint(const struct droce_port *p, const struct dp_queue *q,
 }
 
 /* A whole nap while a queue's owner slept on its channel: there should
- * be none while its arm is recent (the test's check). */
+ * be none while its arm is recent (the test's check). An arm during the
+ * nap kicks it short; one after the nap ended (the thread preempted
+ * between its wake-up and this count) is not the nap's. */
 static void
-count_awaited_naps(struct droce_port *p)
+count_awaited_naps(struct droce_port *p, uint64_t nap_tsc)
 {
 	uint64_t tsc = rte_rdtsc();
 	uint32_t i;
 
 	for (i = 0; i < p->nb_queues; i++)
-		if (awaited_hint(p, &p->q[i], tsc))
+		if (awaited_hint(p, &p->q[i], tsc) &&
+				p->q[i].armed_tsc < nap_tsc)
 			p->q[i].awaited_naps++;
 }
 
@@ -587,13 +590,14 @@ thread_sleep(struct droce_port *p, uint32_t us)
 	if (hook != NULL)
 		skip = hook(arg, 1);
 	if (!skip && !any_kicked(p) && !p->stop) {
+		uint64_t nap_tsc = rte_rdtsc();
 		int n = ppoll(pfd, pfd[1].fd >= 0 ? 2 : 1, &ts, NULL);
 
 		if (n > 0 && (pfd[0].revents & POLLIN) &&
 				read(p->wake_fd, &v, sizeof(v)) < 0)
 			v = 0;
 		else if (n == 0)
-			count_awaited_naps(p);	/* slept it out */
+			count_awaited_naps(p, nap_tsc);	/* slept it out */
 	}
 	p->sleeping = 0;
 	if (hook != NULL)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # one-daemon.sh DROCED DEVARGS CMD ARGS...: one droced on DEVARGS (net_ring0:
 # a port that loops back to itself) at 10.9.9.1, CMD run with @D@ replaced
-# by its socket. Passes when CMD exits 0 and the daemon was alive to the
+# by its socket and @T@ by its DPDK telemetry socket. Passes when CMD exits 0 and the daemon was alive to the
 # end and stopped cleanly.
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../common/pair-lib.sh"
@@ -22,7 +22,10 @@ env -u LD_LIBRARY_PATH "$droced" "DROCE_DEVARGS=$devargs" DROCE_IPV4=10.9.9.1 "D
 d=$!
 for _ in $(seq 300); do [ -S "$w/d.sock" ] && break; sleep 0.1; done
 args=()
-for a in "$@"; do args+=("${a//@D@/$w/d.sock}"); done
+for a in "$@"; do
+	a=${a//@D@/$w/d.sock}
+	args+=("${a//@T@//var/run/dpdk/dd1$tag/dpdk_telemetry.v2}")
+done
 timeout -k 5 120 "${args[@]}" > "$w/cmd.log" 2>&1
 crc=$?
 fail=0

@@ -3,7 +3,7 @@
  */
 
 /*
- * verbs_event_wait [TELEMETRY-SOCKET]: a thread that sleeps on a
+ * verbs_event_wait [TELEMETRY-SOCKET | droced:TELEMETRY-SOCKET]: a thread that sleeps on a
  * completion channel gets each completion from the progress thread, with
  * many idle queues beside it (armed and not), and the thread never naps
  * while the sleeper's CQ is armed: the port's awaited_naps counter (its
@@ -13,8 +13,9 @@
  *
  * Each round: B posts a receive, arms its CQ and blocks in
  * ibv_get_cq_event; a helper thread waits until B's thread is asleep
- * (its state in /proc), then A sends. Attached to droced (no socket
- * given), the same rounds run without the counters' check.
+ * (its state in /proc), then A sends. Attached to a droced in idle mode
+ * (droced:TELEMETRY-SOCKET), the same rounds, and droced's count of the
+ * naps it skipped for the session's armed channel grows.
  */
 
 #include <errno.h>
@@ -158,9 +159,9 @@ sender(void *arg)
 	return NULL;
 }
 
-/* The port's counter name from its own telemetry socket; -1 if none. */
+/* Counter name in the answer to cmd on a telemetry socket; -1 if none. */
 static int64_t
-telemetry_counter(const char *sock, const char *name)
+telemetry_counter(const char *sock, const char *cmd, const char *name)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	char reply[16384], key[64], *p;
@@ -172,16 +173,37 @@ telemetry_counter(const char *sock, const char *name)
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
 	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
 			read(fd, reply, sizeof(reply)) <= 0 ||	/* its hello */
-			write(fd, "/droce/port/stats,0", 19) != 19 ||
+			write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd) ||
 			(n = read(fd, reply, sizeof(reply) - 1)) <= 0) {
 		close(fd);
 		return -1;
 	}
 	close(fd);
 	reply[n] = '\0';
+	if (name == NULL) {	/* the first number of an array */
+		p = strchr(reply, '[');
+		return p ? strtoll(p + 1, NULL, 10) : -1;
+	}
 	snprintf(key, sizeof(key), "\"%s\":", name);
 	p = strstr(reply, key);
 	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
+}
+
+/* In process: the port's counter; attached ("droced:SOCKET"): droced's
+ * counter for this session (the only one on the daemon). */
+static int64_t
+counter(const char *tele, const char *name)
+{
+	char cmd[64];
+	int64_t id;
+
+	if (strncmp(tele, "droced:", 7) != 0)
+		return telemetry_counter(tele, "/droce/port/stats,0", name);
+	id = telemetry_counter(tele + 7, "/droced/apps", NULL);
+	if (id < 0)
+		return -1;
+	snprintf(cmd, sizeof(cmd), "/droced/app,%" PRId64, id);
+	return telemetry_counter(tele + 7, cmd, name);
 }
 
 int
@@ -195,7 +217,7 @@ main(int argc, char **argv)
 	const char *tele = argc > 1 ? argv[1] : NULL;
 	int64_t naps0 = 0, passes0 = 0, naps, passes;
 	pthread_t t;
-	int n, r, i, events = 0, good = 0;
+	int n, r, i, events = 0, good = 0, attached;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	list = ibv_get_device_list(&n);
@@ -226,9 +248,13 @@ main(int argc, char **argv)
 		if (i % 2 == 0)
 			ibv_req_notify_cq(idle_cq[i], 0);
 	}
-	if (tele != NULL) {
-		naps0 = telemetry_counter(tele, "awaited_naps");
-		passes0 = telemetry_counter(tele, "awaited_passes");
+	attached = tele != NULL && strncmp(tele, "droced:", 7) == 0;
+	if (attached) {
+		passes0 = counter(tele, "awaited_skips");
+		CHECK(passes0 >= 0, "droced's telemetry answers (%s)", tele);
+	} else if (tele != NULL) {
+		naps0 = counter(tele, "awaited_naps");
+		passes0 = counter(tele, "awaited_passes");
 		CHECK(naps0 >= 0 && passes0 >= 0, "the port's telemetry answers "
 			"(%s)", tele);
 	}
@@ -276,9 +302,13 @@ main(int argc, char **argv)
 	CHECK(good == ROUNDS, "%d of %d receives, each woken by its channel "
 		"(%d events), with %d idle queues beside", good, ROUNDS,
 		events, IDLE);
-	if (tele != NULL) {
-		naps = telemetry_counter(tele, "awaited_naps");
-		passes = telemetry_counter(tele, "awaited_passes");
+	if (attached) {
+		passes = counter(tele, "awaited_skips");
+		CHECK(passes > passes0, "droced skipped its naps for the armed "
+			"channel (%" PRId64 " times)", passes - passes0);
+	} else if (tele != NULL) {
+		naps = counter(tele, "awaited_naps");
+		passes = counter(tele, "awaited_passes");
 		CHECK(passes > passes0, "the progress thread served the awaited "
 			"queue (%" PRId64 " passes)", passes - passes0);
 		CHECK(naps == naps0, "and never napped while it was awaited "
