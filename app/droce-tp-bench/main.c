@@ -16,6 +16,7 @@
  * per round trip, a figure this noisy VM cannot blur).
  */
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,6 +47,8 @@ struct end {
 
 static struct end E[2];
 static uint32_t in_flight = DEPTH / 2;
+/* WRs the last run posted, drain included (bench-instructions.sh) */
+static uint64_t wrs_posted;
 
 static uint32_t
 b_alloc(void *arg, struct droce_txbuf *b, uint32_t n, uint32_t cap)
@@ -106,6 +109,46 @@ deliver(struct end *a, struct end *b, uint64_t t)
 	for (i = 0; i < a->nout; i++)
 		a->free_bufs[a->nfree++] = a->out[i];
 	a->nout = 0;
+}
+
+/*
+ * Each side's turn in its own function, never inlined: under callgrind
+ * (bench-phases.sh) the call chain says which side spent an instruction.
+ */
+static __attribute__((noinline)) void
+requester_progress(uint64_t t)
+{
+	droce_tp_progress(E[0].q, t, 64);
+}
+
+static __attribute__((noinline)) void
+responder_receive(uint64_t t)
+{
+	deliver(&E[0], &E[1], t);
+}
+
+static __attribute__((noinline)) void
+responder_progress(uint64_t t)
+{
+	droce_tp_progress(E[1].q, t, 64);
+}
+
+static __attribute__((noinline)) void
+requester_receive(uint64_t t)
+{
+	deliver(&E[1], &E[0], t);
+}
+
+static __attribute__((noinline)) int
+requester_poll(struct ibv_wc *wc)
+{
+	return droce_cq_poll(E[0].cq, wc, 64);
+}
+
+static __attribute__((noinline)) int
+responder_poll(struct ibv_wc *wc)
+{
+	return droce_cq_poll(E[1].cq, wc, 64);
 }
 
 static void
@@ -196,7 +239,8 @@ setup(size_t memsz)
  * figure least disturbed by whatever else the machine runs. */
 #define WINDOW_NS 50000000ull
 
-static double
+/* never inlined: bench-instructions.sh reads its inclusive count */
+static __attribute__((noinline)) double
 run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 {
 	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)E[0].mem,
@@ -234,11 +278,11 @@ run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 		while (posted - done < in_flight &&
 				droce_qp_post_send(E[0].qp, &wr, &bad) == 0)
 			posted++;
-		droce_tp_progress(E[0].q, t, 64);
-		deliver(&E[0], &E[1], t);
-		droce_tp_progress(E[1].q, t, 64);
-		deliver(&E[1], &E[0], t);
-		while ((n = droce_cq_poll(E[0].cq, wc, 64)) > 0) {
+		requester_progress(t);
+		responder_receive(t);
+		responder_progress(t);
+		requester_receive(t);
+		while ((n = requester_poll(wc)) > 0) {
 			for (i = 0; i < n; i++)
 				if (wc[i].status != IBV_WC_SUCCESS) {
 					fprintf(stderr, "status %d\n",
@@ -247,7 +291,7 @@ run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 				}
 			done += (uint64_t)n;
 		}
-		while (droce_cq_poll(E[1].cq, wc, 64) > 0)
+		while (responder_poll(wc) > 0)
 			;
 		t = now_ns();
 		if (t - win_t >= WINDOW_NS) {
@@ -261,15 +305,16 @@ run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 	}
 	counted = done;
 	elapsed = t - t0;
+	wrs_posted = posted;
 	/* drain, so the next case starts with an empty queue */
 	while (done < posted) {
-		droce_tp_progress(E[0].q, t, 64);
-		deliver(&E[0], &E[1], t);
-		droce_tp_progress(E[1].q, t, 64);
-		deliver(&E[1], &E[0], t);
-		while ((n = droce_cq_poll(E[0].cq, wc, 64)) > 0)
+		requester_progress(t);
+		responder_receive(t);
+		responder_progress(t);
+		requester_receive(t);
+		while ((n = requester_poll(wc)) > 0)
 			done += (uint64_t)n;
-		while (droce_cq_poll(E[1].cq, wc, 64) > 0)
+		while (responder_poll(wc) > 0)
 			;
 		t = now_ns();
 	}
@@ -320,6 +365,8 @@ main(int argc, char **argv)
 		r = run(cases[i].op, cases[i].size, secs, &best);
 		printf("%-10s %8u %14.0f %12.2f %14.0f\n", cases[i].name,
 			cases[i].size, r, r * cases[i].size * 8 / 1e9, best);
+		if (only_op != NULL)
+			printf("posted %" PRIu64 "\n", wrs_posted);
 	}
 	return 0;
 }
