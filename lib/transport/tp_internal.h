@@ -700,8 +700,33 @@ int tp_range_durable(const void *addr, size_t len);
 int tp_flush_persist(void *p, uint64_t len);
 
 /* tp_mr.c */
-struct droce_mr *tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd,
-		uint32_t lkey);
+/* The MR or MW a key names now (its slot, and the key byte that says
+ * which registration of the slot): inline, once or twice per message. */
+static inline struct tp_key *
+tp_key_find(struct droce_dev *dev, uint32_t key)
+{
+	uint32_t s = key >> 8;
+	struct tp_key *k;
+
+	if (s == 0 || s >= TP_KEY_SLOTS)
+		return NULL;
+	k = &dev->keys[s];
+	if (k->kind == TP_KEY_FREE || k->key != key)
+		return NULL;
+	return k;
+}
+
+static inline struct droce_mr *
+tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd, uint32_t lkey)
+{
+	struct tp_key *k = tp_key_find(dev, lkey);
+	struct droce_mr *mr;
+
+	if (k == NULL || k->kind != TP_KEY_MR)
+		return NULL;
+	mr = k->obj;
+	return mr->pd == pd ? mr : NULL;
+}
 /* What rkey names for qp if it grants access: the MR (or the window's
  * MR) in *mrp, where its bytes are in this process, its iova and length
  * (neither range check nor page fault). 0, or -1. */

@@ -47,19 +47,6 @@ key_alloc(struct droce_dev *dev, enum tp_key_kind kind, void *obj,
 	return -ENOMEM;
 }
 
-static struct tp_key *
-key_find(struct droce_dev *dev, uint32_t key)
-{
-	uint32_t s = key >> 8;
-	struct tp_key *k;
-
-	if (s == 0 || s >= TP_KEY_SLOTS)
-		return NULL;
-	k = &dev->keys[s];
-	if (k->kind == TP_KEY_FREE || k->key != key)
-		return NULL;
-	return k;
-}
 
 /* Whether this kernel has MADV_POPULATE_* (5.14 and later): -1 unknown. */
 static int populate_ok = -1;
@@ -265,7 +252,7 @@ droce_mr_dereg_start(struct droce_mr *mr)
 		pthread_mutex_unlock(&dev->lock);
 		return -EBUSY;
 	}
-	k = key_find(dev, mr->ibv.lkey);
+	k = tp_key_find(dev, mr->ibv.lkey);
 	if (k != NULL)
 		__atomic_store_n(&k->kind, TP_KEY_FREE, __ATOMIC_RELEASE);
 	dev->nb_mr--;
@@ -354,7 +341,7 @@ droce_mr_rereg(struct droce_mr *mr, unsigned int what, struct droce_pd *pd,
 		pthread_mutex_unlock(&dev->lock);
 		return -ENOMEM;
 	}
-	k = key_find(dev, mr->ibv.lkey);
+	k = tp_key_find(dev, mr->ibv.lkey);
 	if (k != NULL)
 		k->kind = TP_KEY_FREE;
 	mr->pd->refs--;
@@ -563,7 +550,7 @@ droce_mw_bind1(struct droce_qp *qp, struct droce_mw *mw,
 static struct droce_mw *
 inv_target_locked(struct droce_qp *qp, uint32_t rkey)
 {
-	struct tp_key *k = key_find(qp->dev, rkey);
+	struct tp_key *k = tp_key_find(qp->dev, rkey);
 	struct droce_mw *mw;
 
 	if (k == NULL || k->kind != TP_KEY_MW)
@@ -588,24 +575,12 @@ tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey, int check_only)
 	return mw != NULL ? 0 : -EINVAL;
 }
 
-struct droce_mr *
-tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd, uint32_t lkey)
-{
-	struct tp_key *k = key_find(dev, lkey);
-	struct droce_mr *mr;
-
-	if (k == NULL || k->kind != TP_KEY_MR)
-		return NULL;
-	mr = k->obj;
-	return mr->pd == pd ? mr : NULL;
-}
-
 int
 tp_rkey_object(struct droce_qp *qp, uint32_t rkey, unsigned int access,
 		struct droce_mr **mrp, uint8_t **base, uint64_t *iova,
 		uint64_t *len)
 {
-	struct tp_key *k = key_find(qp->dev, rkey);
+	struct tp_key *k = tp_key_find(qp->dev, rkey);
 	unsigned int acc;
 
 	if (k == NULL)

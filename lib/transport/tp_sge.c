@@ -81,6 +81,15 @@ tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
 	uint32_t i, c;
 	uint8_t *src;
 
+	if (n == 1) {	/* the common case, without the walk */
+		if (off >= sge->length || len > sge->length - off)
+			return -EMSGSIZE;
+		src = sge_addr(dev, pd, sge, 0);
+		if (src == NULL)
+			return -EPERM;
+		memcpy(dst, src + off, len);
+		return 0;
+	}
 	for (i = 0; i < n && len; i++) {
 		if (off >= sge[i].length) {
 			off -= sge[i].length;

@@ -89,6 +89,19 @@ parse_ext(const uint8_t *bth, const struct droce_opcode_info *oi,
 	}
 }
 
+/* ::ffff:a.b.c.d from the address as it lies in the frame: two stores,
+ * not a call, twice a frame. */
+static inline void
+gid_v4_fill(uint8_t gid[16], const uint8_t *ip4)
+{
+	static const uint8_t prefix[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+	};
+
+	memcpy(gid, prefix, 12);
+	memcpy(gid + 12, ip4, 4);
+}
+
 /* IP header: sets *ip_end (offset of the UDP header) and *l3_total. */
 static int
 parse_ipv4(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
@@ -115,8 +128,8 @@ parse_ipv4(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
 	pkt->ip_df = !!(frag & 0x4000);
 	pkt->ttl = ip[8];
 	pkt->flow_label = 0;
-	droce_gid_from_ipv4(pkt->sgid, get_be32(ip + 12));
-	droce_gid_from_ipv4(pkt->dgid, get_be32(ip + 16));
+	gid_v4_fill(pkt->sgid, ip + 12);
+	gid_v4_fill(pkt->dgid, ip + 16);
 	return 0;
 }
 
