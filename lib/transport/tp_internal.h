@@ -952,8 +952,45 @@ void tp_resp_res_resized(struct droce_qp *qp);
 int tp_resp_busy(const struct droce_qp *qp);
 
 /* tp_tx.c */
-uint8_t *tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b);
-void tp_tx_done(struct droce_qp *qp, struct droce_txbuf *b, uint32_t len);
+/* More buffers from the environment for tp_tx_get. */
+uint8_t *tp_tx_get_more(struct droce_tp_queue *q, uint32_t cap,
+		struct droce_txbuf **b);
+
+/* A buffer of cap bytes for the next frame (NULL: none, or the call's
+ * budget is spent); inline for the buffers already in hand. */
+static inline uint8_t *
+tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
+{
+	struct droce_txbuf *x;
+
+	if (__builtin_expect(q->tx_used == q->tx_n || q->tx_budget == 0, 0))
+		return tp_tx_get_more(q, cap, b);
+	x = &q->tx[q->tx_used];
+	if (x->cap < cap)
+		return NULL;
+	x->nspan = 0;
+	x->tso_mss = 0;
+	*b = x;
+	return x->data;
+}
+
+/* A frame of qp's is built in b: it leaves with the queue's next burst;
+ * counted on the queue and on the QP. */
+static inline void
+tp_tx_done(struct droce_qp *qp, struct droce_txbuf *b, uint32_t len)
+{
+	struct droce_tp_queue *q = qp->queue;
+
+	b->len = len;
+	q->tx_used++;
+	q->tx_budget--;
+	q->st.tx_pkts++;
+	q->st.tx_bytes += len;
+	qp->st.tx_pkts++;
+	qp->st.tx_bytes += len;
+	if (__builtin_expect(qp->cc.limited, 0))
+		tp_cc_tx(qp, len);
+}
 /* Zero-copy transmit (droce_tp_io.zc_min): whether a payload of plen bytes
  * in a frame of IP version ip_ver goes by reference. */
 static inline int
@@ -966,7 +1003,12 @@ tp_tx_zc_wanted(const struct droce_tp_queue *q, uint8_t ip_ver, uint32_t plen)
 int tp_tx_spans_done(struct droce_qp *qp, struct droce_txbuf *b,
 		const uint8_t *buf, uint32_t hlen, uint32_t n, uint32_t plen);
 void tp_tx_flush(struct droce_tp_queue *q);
-int tp_tx_room(struct droce_tp_queue *q);
+/* Room left in this progress call's budget. */
+static inline int
+tp_tx_room(const struct droce_tp_queue *q)
+{
+	return q->tx_budget > 0;
+}
 void tp_qp_set_template(struct droce_qp *qp);
 /* For UD: the template comes from the WR's address handle. */
 void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,

@@ -12,15 +12,8 @@
 
 #include "tp_internal.h"
 
-/* Room left in this progress call's budget. */
-int
-tp_tx_room(struct droce_tp_queue *q)
-{
-	return q->tx_budget > 0;
-}
-
 uint8_t *
-tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
+tp_tx_get_more(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
 {
 	uint32_t n;
 
@@ -49,24 +42,6 @@ tp_tx_get(struct droce_tp_queue *q, uint32_t cap, struct droce_txbuf **b)
 	(*b)->nspan = 0;
 	(*b)->tso_mss = 0;
 	return (*b)->data;
-}
-
-/* A frame of qp's is built in b: it leaves with the queue's next burst;
- * counted on the queue and on the QP. */
-void
-tp_tx_done(struct droce_qp *qp, struct droce_txbuf *b, uint32_t len)
-{
-	struct droce_tp_queue *q = qp->queue;
-
-	b->len = len;
-	q->tx_used++;
-	q->tx_budget--;
-	q->st.tx_pkts++;
-	q->st.tx_bytes += len;
-	qp->st.tx_pkts++;
-	qp->st.tx_bytes += len;
-	if (__builtin_expect(qp->cc.limited, 0))
-		tp_cc_tx(qp, len);
 }
 
 int

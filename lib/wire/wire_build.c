@@ -48,6 +48,25 @@ build_ext(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
 {
 	uint8_t *h;
 
+	/* most packets carry nothing, a RETH or an AETH: no walk */
+	switch (oi->hdrs) {
+	case 0:
+		return;
+	case DROCE_HDR_RETH:
+		h = bth + DROCE_BTH_LEN;
+		put_be64(h, pkt->reth_va);
+		put_be32(h + 8, pkt->reth_rkey);
+		put_be32(h + 12, pkt->reth_len);
+		return;
+	case DROCE_HDR_AETH:
+		h = bth + DROCE_BTH_LEN;
+		h[0] = pkt->aeth_syndrome;
+		put_be24(h + 1, pkt->aeth_msn);
+		return;
+	default:
+		break;
+	}
+
 	if (oi->hdrs & DROCE_HDR_DETH) {
 		h = bth + oi->off_deth;
 		put_be32(h, pkt->deth_qkey);
@@ -268,7 +287,8 @@ droce_wire_finish(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len)
 	uint8_t *ip = buf + l3off;
 	uint32_t icrc;
 
-	memset(buf + hdr_len + payload_len, 0, pad);
+	/* the pad bytes (0-3), as one store: the ICRC goes over them */
+	memset(buf + hdr_len + payload_len, 0, 4);
 	icrc = droce_icrc(ip, end - l3off);
 	buf[end] = (uint8_t)icrc;
 	buf[end + 1] = (uint8_t)(icrc >> 8);

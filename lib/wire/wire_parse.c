@@ -48,6 +48,25 @@ parse_ext(const uint8_t *bth, const struct droce_opcode_info *oi,
 {
 	const uint8_t *h;
 
+	/* most packets carry nothing, a RETH or an AETH: no walk */
+	switch (oi->hdrs) {
+	case 0:
+		return;
+	case DROCE_HDR_RETH:
+		h = bth + DROCE_BTH_LEN;
+		pkt->reth_va = get_be64(h);
+		pkt->reth_rkey = get_be32(h + 8);
+		pkt->reth_len = get_be32(h + 12);
+		return;
+	case DROCE_HDR_AETH:
+		h = bth + DROCE_BTH_LEN;
+		pkt->aeth_syndrome = h[0];
+		pkt->aeth_msn = get_be24(h + 1);
+		return;
+	default:
+		break;
+	}
+
 	if (oi->hdrs & DROCE_HDR_DETH) {
 		h = bth + oi->off_deth;
 		pkt->deth_qkey = get_be32(h);
@@ -261,8 +280,7 @@ droce_wire_parse(const uint8_t *f, uint32_t len,
 	pkt->payload = bth + oi->hdr_len;
 	pkt->payload_len = body - pad;
 
-	pkt->icrc = (uint32_t)f[end - 4] | (uint32_t)f[end - 3] << 8 |
-		(uint32_t)f[end - 2] << 16 | (uint32_t)f[end - 1] << 24;
+	pkt->icrc = get_le32(f + end - 4);
 	pkt->icrc_rxe_flush = 0;
 	if (!opts->skip_icrc &&
 			droce_icrc(f + l3, end - 4 - l3) != pkt->icrc) {
