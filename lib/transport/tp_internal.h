@@ -733,9 +733,33 @@ tp_lkey_lookup(struct droce_dev *dev, struct droce_pd *pd, uint32_t lkey)
 int tp_rkey_object(struct droce_qp *qp, uint32_t rkey, unsigned int access,
 		struct droce_mr **mrp, uint8_t **base, uint64_t *iova,
 		uint64_t *len);
-/* Resolve [va, va+len) under rkey with access; NULL if not allowed. */
-uint8_t *tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va,
+/* tp_rkey_resolve for what the inline case leaves: windows, on-demand
+ * MRs, keys that name nothing. */
+uint8_t *tp_rkey_resolve_any(struct droce_qp *qp, uint32_t rkey, uint64_t va,
 		uint64_t len, unsigned int access, struct droce_mr **mrp);
+
+/* Resolve [va, va+len) under rkey with access; NULL if not allowed. An
+ * rkey naming a pinned MR, the case of nearly every request, inline. */
+static inline uint8_t *
+tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+		unsigned int access, struct droce_mr **mrp)
+{
+	struct tp_key *k = tp_key_find(qp->dev, rkey);
+	struct droce_mr *mr;
+
+	if (k == NULL || k->kind != TP_KEY_MR ||
+			(((struct droce_mr *)k->obj)->access & IBV_ACCESS_ON_DEMAND))
+		return tp_rkey_resolve_any(qp, rkey, va, len, access, mrp);
+	mr = k->obj;
+	if (mr->pd != qp->pd || (mr->access & access) != access)
+		return NULL;
+	/* [va, va+len) inside [iova, iova+len), without overflow */
+	if (va < mr->iova || len > mr->len || va - mr->iova > mr->len - len)
+		return NULL;
+	if (mrp != NULL)
+		*mrp = mr;
+	return (uint8_t *)((uintptr_t)mr->base + (va - mr->iova));
+}
 /* Invalidate the type-2 MW rkey names (check_only: only say whether it
  * could be): 0 or -EINVAL. */
 int tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey, int check_only);
@@ -759,7 +783,16 @@ int tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
 /* On-demand paging: [addr, addr+len)'s pages faulted in (writable if
  * write) before the data path touches them; 0 or -1 (not mapped). */
 int tp_odp_fault(uintptr_t addr, uint64_t len, unsigned int write);
-uint64_t tp_sge_total(const struct ibv_sge *sge, uint32_t n);
+static inline uint64_t
+tp_sge_total(const struct ibv_sge *sge, uint32_t n)
+{
+	uint64_t t = 0;
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		t += sge[i].length;
+	return t;
+}
 /* The registered memory behind len bytes at off of an SGE list, as at most
  * max spans: their count, 0 if more are needed, -EPERM on a bad lkey. */
 int tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,

@@ -611,8 +611,8 @@ tp_rkey_object(struct droce_qp *qp, uint32_t rkey, unsigned int access,
 }
 
 uint8_t *
-tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
-		unsigned int access, struct droce_mr **mrp)
+tp_rkey_resolve_any(struct droce_qp *qp, uint32_t rkey, uint64_t va,
+		uint64_t len, unsigned int access, struct droce_mr **mrp)
 {
 	struct droce_mr *owner;
 	uint8_t *base;

@@ -15,18 +15,7 @@
 
 #include "tp_internal.h"
 
-uint64_t
-tp_sge_total(const struct ibv_sge *sge, uint32_t n)
-{
-	uint64_t t = 0;
-	uint32_t i;
-
-	for (i = 0; i < n; i++)
-		t += sge[i].length;
-	return t;
-}
-
-static uint8_t *
+static inline __attribute__((always_inline)) uint8_t *
 sge_addr_mr(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *s, unsigned int need, struct droce_mr **mrp)
 {
@@ -51,7 +40,7 @@ sge_addr_mr(struct droce_dev *dev, struct droce_pd *pd,
 	return (uint8_t *)((uintptr_t)mr->base + a);
 }
 
-static uint8_t *
+static inline __attribute__((always_inline)) uint8_t *
 sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
 		unsigned int need)
 {
