@@ -378,6 +378,88 @@ send_one(struct droce_qp *qp, struct tp_swqe *w)
 	return 1;
 }
 
+/*
+ * The common request: a one-packet RC SEND or WRITE (one SGE or inline
+ * data) on a QP with nothing to ask again, no pacing, no delay window and
+ * no selective repeat. send_one and tx_req do the same for it through
+ * every case a request can be; this path knows which it is. Whether the
+ * QP qualifies is known once per call, the WQE once per WQE.
+ */
+static inline int
+small_qp(const struct droce_qp *qp)
+{
+	return qp->type == IBV_QPT_RC && qp->state == IBV_QPS_RTS &&
+		!qp->xrc && !qp->sr && !qp->cc.limited &&
+		qp->dev->conf.cc != DROCE_CC_DELAY;
+}
+
+static inline int
+small_wqe(const struct droce_qp *qp, const struct tp_swqe *w)
+{
+	return w->state == TP_WQE_POSTED && qp->cur_off == 0 &&
+		(w->wr_flags & (TP_WRF_PAYLOAD | TP_WRF_LOCAL | TP_WRF_CREDIT)) ==
+			TP_WRF_PAYLOAD &&
+		!(w->flags & IBV_SEND_FENCE) && w->length <= qp->mtu &&
+		(w->inline_data != NULL || (w->num_sge <= 1 &&
+		!tp_tx_zc_wanted(qp->queue, qp->tmpl.ip_ver,
+			(uint32_t)w->length)));
+}
+
+/* 1 sent, 0 no buffer, -1 a local protection error. */
+static int
+send_small(struct droce_qp *qp, struct tp_swqe *w)
+{
+	struct droce_tp_queue *q = qp->queue;
+	uint32_t plen = (uint32_t)w->length;
+	struct droce_txbuf *b;
+	struct droce_pkt p;
+	uint8_t *buf;
+	int hlen;
+
+	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
+	if (buf == NULL)
+		return 0;
+	p.opcode = (uint8_t)(tp_wr_opcode_info[w->opcode].pkt[TP_SEG_ONLY] +
+		DROCE_TRANSPORT_RC);
+	p.se = (w->flags & IBV_SEND_SOLICITED) && (w->wr_flags & TP_WRF_RWR);
+	p.ackreq = 1;	/* it ends its message */
+	p.dqpn = qp->dest_qpn;
+	p.psn = qp->psn;
+	if (w->wr_flags & TP_WRF_WRITE) {
+		p.reth_va = w->remote_addr;
+		p.reth_rkey = w->rkey;
+		p.reth_len = plen;
+	}
+	p.imm_data = w->imm_or_inv;
+	p.ieth_rkey = w->imm_or_inv;
+	p.payload_len = plen;
+	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
+	if (hlen < 0)
+		return -1;
+	if (plen && w->inline_data != NULL)
+		memcpy(buf + hlen, w->inline_data, plen);
+	else if (plen && tp_sge_copy_out(qp->dev, qp->pd, w->sge, w->num_sge,
+			0, buf + hlen, plen) != 0)
+		return -1;
+	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
+	qp->noack_pkts = 0;
+	w->first_psn = qp->psn;
+	w->npsn = 1;
+	w->state = TP_WQE_SENT;
+	if (qp->timeout) {
+		if (qp->ack_deadline == 0) {
+			qp->ack_deadline = q->now + tp_rto_ns(qp);
+			qp->retry_mark = q->now;
+		}
+		tp_rto_sent(qp, qp->psn, q->now);
+	}
+	qp->psn = droce_psn_add(qp->psn, 1);
+	if (droce_psn_diff(qp->psn, qp->psn_hw) > 0)
+		qp->psn_hw = qp->psn;
+	qp->sq.cur++;
+	return 1;
+}
+
 /* The WQE at sq.cur cannot be sent (local protection): complete it so. */
 static void
 local_fail(struct droce_qp *qp, struct tp_swqe *w)
@@ -411,6 +493,23 @@ tp_req_progress(struct droce_qp *qp)
 		sent += tp_read_resend(qp);
 		if (qp->state == IBV_QPS_ERR)
 			return sent;
+	}
+	if (small_qp(qp)) {
+		while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue)) {
+			struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.cur);
+
+			if (!small_wqe(qp, w) || droce_psn_diff(qp->psn, qp->una) >=
+					TP_MAX_UNACKED_PSNS)
+				break;
+			rc = send_small(qp, w);
+			if (rc == 0)
+				break;
+			if (rc < 0) {
+				local_fail(qp, w);
+				return sent;
+			}
+			sent++;
+		}
 	}
 	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue) &&
 			!tp_cc_wait(qp)) {
