@@ -48,25 +48,35 @@ build_ext(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
 {
 	uint8_t *h;
 
-	/* most packets carry nothing, a RETH or an AETH: no walk */
-	switch (oi->hdrs) {
-	case 0:
+	/* most packets carry nothing or one of these, right after the
+	 * BTH: no walk */
+	h = bth + DROCE_BTH_LEN;
+	if (oi->hdrs == 0)
 		return;
-	case DROCE_HDR_RETH:
-		h = bth + DROCE_BTH_LEN;
+	if (oi->hdrs == DROCE_HDR_RETH) {
 		put_be64(h, pkt->reth_va);
 		put_be32(h + 8, pkt->reth_rkey);
 		put_be32(h + 12, pkt->reth_len);
 		return;
-	case DROCE_HDR_AETH:
-		h = bth + DROCE_BTH_LEN;
+	}
+	if (oi->hdrs == DROCE_HDR_AETH) {
 		h[0] = pkt->aeth_syndrome;
 		put_be24(h + 1, pkt->aeth_msn);
 		return;
-	default:
-		break;
 	}
-
+	if (oi->hdrs == DROCE_HDR_ATMETH) {
+		put_be64(h, pkt->atm_va);
+		put_be32(h + 8, pkt->atm_rkey);
+		put_be64(h + 12, pkt->atm_swap_add);
+		put_be64(h + 20, pkt->atm_compare);
+		return;
+	}
+	if (oi->hdrs == (DROCE_HDR_AETH | DROCE_HDR_ATMACK)) {
+		h[0] = pkt->aeth_syndrome;
+		put_be24(h + 1, pkt->aeth_msn);
+		put_be64(h + DROCE_AETH_LEN, pkt->atmack_orig);
+		return;
+	}
 	if (oi->hdrs & DROCE_HDR_DETH) {
 		h = bth + oi->off_deth;
 		put_be32(h, pkt->deth_qkey);

@@ -48,25 +48,35 @@ parse_ext(const uint8_t *bth, const struct droce_opcode_info *oi,
 {
 	const uint8_t *h;
 
-	/* most packets carry nothing, a RETH or an AETH: no walk */
-	switch (oi->hdrs) {
-	case 0:
+	/* most packets carry nothing or one of these, right after the
+	 * BTH: no walk */
+	h = bth + DROCE_BTH_LEN;
+	if (oi->hdrs == 0)
 		return;
-	case DROCE_HDR_RETH:
-		h = bth + DROCE_BTH_LEN;
+	if (oi->hdrs == DROCE_HDR_RETH) {
 		pkt->reth_va = get_be64(h);
 		pkt->reth_rkey = get_be32(h + 8);
 		pkt->reth_len = get_be32(h + 12);
 		return;
-	case DROCE_HDR_AETH:
-		h = bth + DROCE_BTH_LEN;
+	}
+	if (oi->hdrs == DROCE_HDR_AETH) {
 		pkt->aeth_syndrome = h[0];
 		pkt->aeth_msn = get_be24(h + 1);
 		return;
-	default:
-		break;
 	}
-
+	if (oi->hdrs == DROCE_HDR_ATMETH) {
+		pkt->atm_va = get_be64(h);
+		pkt->atm_rkey = get_be32(h + 8);
+		pkt->atm_swap_add = get_be64(h + 12);
+		pkt->atm_compare = get_be64(h + 20);
+		return;
+	}
+	if (oi->hdrs == (DROCE_HDR_AETH | DROCE_HDR_ATMACK)) {
+		pkt->aeth_syndrome = h[0];
+		pkt->aeth_msn = get_be24(h + 1);
+		pkt->atmack_orig = get_be64(h + DROCE_AETH_LEN);
+		return;
+	}
 	if (oi->hdrs & DROCE_HDR_DETH) {
 		h = bth + oi->off_deth;
 		pkt->deth_qkey = get_be32(h);
