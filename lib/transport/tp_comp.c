@@ -13,25 +13,6 @@
 
 #include "tp_internal.h"
 
-/* Mark a WQE done with status; completions go out in order later. */
-void
-tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
-{
-	if (w->state == TP_WQE_DONE)
-		return;
-	if (w->rd_inflight) {
-		w->rd_inflight = 0;
-		qp->rd_in_flight--;
-		/* answered: open the window again, one per answer */
-		if (st == IBV_WC_SUCCESS && qp->rd_cwnd < qp->max_rd_atomic)
-			qp->rd_cwnd++;
-	}
-	if (w->rr_need)
-		tp_read_forget(qp, w);
-	w->state = TP_WQE_DONE;
-	w->status = st;
-}
-
 /* Complete, in order, the WQEs at the tail that are done. */
 void
 tp_comp_retire(struct droce_qp *qp)

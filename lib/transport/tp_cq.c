@@ -109,33 +109,23 @@ droce_cq_queue(const struct droce_cq *cq)
 }
 
 struct ibv_wc *
-tp_cq_slot(struct droce_cq *cq)
+tp_cq_overflowed(struct droce_cq *cq)
 {
-	struct ibv_wc *wc;
-
-	if (cq->head - cq->tail >= cq->cqe) {
-		if (!cq->overflow) {
-			cq->overflow = 1;
-			cq->queue->st.cq_overflows++;
-			tp_async(cq->dev, IBV_EVENT_CQ_ERR, cq);
-		}
-		return NULL;
+	if (!cq->overflow) {
+		cq->overflow = 1;
+		cq->queue->st.cq_overflows++;
+		tp_async(cq->dev, IBV_EVENT_CQ_ERR, cq);
 	}
-	wc = &cq->ring[cq->head & (cq->size - 1)];
-	memset(wc, 0, sizeof(*wc));
-	return wc;
+	return NULL;
 }
 
 void
-tp_cq_commit(struct droce_cq *cq, int solicited)
+tp_cq_fire(struct droce_cq *cq, int solicited)
 {
-	const struct ibv_wc *wc = &cq->ring[cq->head & (cq->size - 1)];
+	const struct ibv_wc *wc = &cq->ring[(cq->head - 1) & (cq->size - 1)];
 
-	cq->head++;
-	if (solicited || wc->status != IBV_WC_SUCCESS)
-		cq->solicited_seq++;
-	if (cq->armed != TP_CQ_UNARMED && (cq->armed == TP_CQ_ARMED_ANY ||
-			solicited || wc->status != IBV_WC_SUCCESS)) {
+	if (cq->armed == TP_CQ_ARMED_ANY || solicited ||
+			wc->status != IBV_WC_SUCCESS) {
 		cq->armed = TP_CQ_UNARMED;
 		if (cq->awaited) {
 			cq->queue->cqs_awaited--;

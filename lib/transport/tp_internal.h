@@ -807,8 +807,34 @@ int tp_cq_push(struct droce_cq *cq, const struct ibv_wc *wc, int solicited);
  * in place: a completion built on the stack and copied in makes the copy's
  * wide loads wait on the narrow stores that wrote it.
  */
-struct ibv_wc *tp_cq_slot(struct droce_cq *cq);
-void tp_cq_commit(struct droce_cq *cq, int solicited);
+struct ibv_wc *tp_cq_overflowed(struct droce_cq *cq);
+void tp_cq_fire(struct droce_cq *cq, int solicited);
+
+static inline struct ibv_wc *
+tp_cq_slot(struct droce_cq *cq)
+{
+	struct ibv_wc *wc;
+
+	if (__builtin_expect(cq->head - cq->tail >= cq->cqe, 0))
+		return tp_cq_overflowed(cq);
+	wc = &cq->ring[cq->head & (cq->size - 1)];
+	memset(wc, 0, sizeof(*wc));
+	return wc;
+}
+
+/* The entry tp_cq_slot gave is filled: it counts, and an armed CQ's
+ * event is raised (tp_cq_fire) where it is due. */
+static inline void
+tp_cq_commit(struct droce_cq *cq, int solicited)
+{
+	const struct ibv_wc *wc = &cq->ring[cq->head & (cq->size - 1)];
+
+	cq->head++;
+	if (solicited || wc->status != IBV_WC_SUCCESS)
+		cq->solicited_seq++;
+	if (__builtin_expect(cq->armed != TP_CQ_UNARMED, 0))
+		tp_cq_fire(cq, solicited);
+}
 /* Drops the completions of QP qpn not yet polled (its destruction). */
 void tp_cq_purge_qp(struct droce_cq *cq, uint32_t qpn);
 
@@ -945,7 +971,25 @@ int tp_sr_resend(struct droce_qp *qp);
 void tp_sr_timeout(struct droce_qp *qp);
 
 /* tp_comp.c */
-void tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st);
+/* Mark a WQE done with status; completions go out in order later
+ * (tp_comp_retire). */
+static inline void
+tp_wqe_done(struct droce_qp *qp, struct tp_swqe *w, enum ibv_wc_status st)
+{
+	if (w->state == TP_WQE_DONE)
+		return;
+	if (w->rd_inflight) {
+		w->rd_inflight = 0;
+		qp->rd_in_flight--;
+		/* answered: open the window again, one per answer */
+		if (st == IBV_WC_SUCCESS && qp->rd_cwnd < qp->max_rd_atomic)
+			qp->rd_cwnd++;
+	}
+	if (w->rr_need)
+		tp_read_forget(qp, w);
+	w->state = TP_WQE_DONE;
+	w->status = st;
+}
 void tp_comp_retire(struct droce_qp *qp);
 void tp_comp_rx(struct droce_qp *qp, const struct droce_pkt *pkt);
 void tp_comp_error(struct droce_qp *qp, enum ibv_wc_status st);

@@ -18,7 +18,7 @@
 #include "tp_internal.h"
 
 /* The WR's errno, 0 if it may be posted; *lenp: its message length. */
-static int
+static inline __attribute__((always_inline)) int
 check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 		uint64_t *lenp, unsigned int *flagsp)
 {
@@ -90,7 +90,7 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 }
 
 /* f: the opcode's enum tp_wr_flag */
-static void
+static inline __attribute__((always_inline)) void
 fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		uint64_t len, unsigned int f)
 {
@@ -168,7 +168,8 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		tp_raw_fill(qp, w, wr);
 }
 
-static int
+/* inlined into each entry point: all_or_nothing a constant there */
+static inline __attribute__((always_inline)) int
 post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		struct ibv_send_wr **bad_wr, bool all_or_nothing)
 {
