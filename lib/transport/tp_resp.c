@@ -83,7 +83,7 @@ rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
  * CPUs shares them with both applications. Called at a message's end,
  * after queue_ack.
  */
-static void
+static inline __attribute__((always_inline)) void
 hold_for_answer(struct droce_qp *qp)
 {
 	qp->pingpong = qp->posted ? (qp->pingpong < 2 ? qp->pingpong + 1 : 2) : 0;
@@ -266,7 +266,7 @@ no_rwqe(struct droce_qp *qp, const struct droce_pkt *pkt)
 }
 
 /* SEND packet at the expected PSN. 0 executed, -1 refused (RNR/err). */
-static int
+static inline __attribute__((always_inline)) int
 exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
 	unsigned int flags = 0;
@@ -360,7 +360,7 @@ write_dst(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		IBV_ACCESS_REMOTE_WRITE, NULL);
 }
 
-static int
+static inline __attribute__((always_inline)) int
 exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 {
 	uint64_t left = (f & DROCE_OPF_START) ? pkt->reth_len : qp->rx_write_left;

@@ -300,10 +300,7 @@ droce_wire_finish(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len)
 	/* the pad bytes (0-3), as one store: the ICRC goes over them */
 	memset(buf + hdr_len + payload_len, 0, 4);
 	icrc = droce_icrc(ip, end - l3off);
-	buf[end] = (uint8_t)icrc;
-	buf[end + 1] = (uint8_t)(icrc >> 8);
-	buf[end + 2] = (uint8_t)(icrc >> 16);
-	buf[end + 3] = (uint8_t)(icrc >> 24);
+	put_le32(buf + end, icrc);
 	/* IPv6 forbids a zero UDP checksum (RFC 8200 8.1). */
 	if ((ip[0] >> 4) == 6)
 		udp_csum_fill(buf);

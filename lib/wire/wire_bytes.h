@@ -44,6 +44,20 @@ get_le32(const uint8_t *p)
 #endif
 }
 
+/* The ICRC's byte order: least significant byte first. */
+static inline void
+put_le32(uint8_t *p, uint32_t v)
+{
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	memcpy(p, &v, 4);
+#else
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16);
+	p[3] = (uint8_t)(v >> 24);
+#endif
+}
+
 static inline uint64_t
 get_be64(const uint8_t *p)
 {
