@@ -8,6 +8,13 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 echo
 "$build/app/droce-tp-bench"
 echo
+# instructions per message, and by phase and side (callgrind: figures the
+# machine's noise does not move; doc/perf.md)
+if command -v valgrind >/dev/null; then
+	"$top/test/bench-instructions.sh" "$build/app/droce-tp-bench" 64 1
+	"$top/test/bench-phases.sh" "$build/app/droce-tp-bench"
+	echo
+fi
 # what loss costs, in virtual time at 25 and 100 Gbit/s (doc/perf.md):
 # go-back-N, then selective repeat
 "$build/test/transport/droce-loss-bench"
