@@ -174,7 +174,8 @@ setup)	setup ;;
 build)	setup; build ;;
 demo)	setup; quiet_build; demo ;;
 test)	setup; build; build_asan; run_tests "$@" ;;
-bench)	setup; build; "$top/test/bench.sh" "$BUILD" "$@" ;;
+bench)	PACKAGES+=(valgrind)	# instruction counts (test/bench-phases.sh)
+	setup; build; "$top/test/bench.sh" "$BUILD" "$@" ;;
 *)
 	echo "usage: $0 {demo|test|build|setup|bench}" >&2
 	exit 2 ;;
