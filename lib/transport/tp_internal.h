@@ -14,6 +14,7 @@
 
 #include "droce_transport.h"
 #include "tp_dcqcn.h"
+#include "wire_build.h"
 
 #define TP_MIN_QPN		0x11	/* as rxe: 0 SMI, 1 GSI, 2-16 reserved */
 #define TP_GSI_QPN		1
@@ -1091,7 +1092,19 @@ void tp_qp_set_template(struct droce_qp *qp);
 void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
 		const struct droce_av *av);
 /* Finish a frame whose payload is in place: pad, ICRC (IPv6: UDP csum). */
-uint32_t tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen);
+static inline uint32_t
+tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen)
+{
+	return droce_wire_finish_inline(buf, hlen, pkt->payload_len);
+}
+
+/* A header from the QP's template, inline (lib/wire/wire_build.h). */
+static inline int
+tp_build_hdr(const struct droce_qp *qp, const struct droce_pkt *p,
+		uint8_t *buf)
+{
+	return droce_wire_build_hdr_tmpl_inline(&qp->htmpl, p, buf);
+}
 
 /* tp_xrc.c */
 /* An XRC_RECV QP's request: its SRQ, CQ and PD from the XRCETH; 0 or

@@ -32,7 +32,7 @@
 
 /* One's-complement sum of n bytes as big-endian 16-bit words. */
 static uint32_t
-csum_add(uint32_t s, const uint8_t *p, uint32_t n)
+raw_csum_add(uint32_t s, const uint8_t *p, uint32_t n)
 {
 	uint64_t a = s;
 
@@ -55,7 +55,7 @@ csum_add(uint32_t s, const uint8_t *p, uint32_t n)
 }
 
 static uint16_t
-csum_fold(uint32_t s)
+raw_csum_fold(uint32_t s)
 {
 	while (s >> 16)
 		s = (s & 0xffff) + (s >> 16);
@@ -83,9 +83,9 @@ pseudo_sum(const uint8_t *f, const struct tp_raw_hdrs *h, uint32_t l4len)
 	uint32_t s;
 
 	if (h->l3 == 4)
-		s = csum_add(0, f + h->l3off + 12, 8);
+		s = raw_csum_add(0, f + h->l3off + 12, 8);
 	else
-		s = csum_add(0, f + h->l3off + 8, 32) + (l4len >> 16);
+		s = raw_csum_add(0, f + h->l3off + 8, 32) + (l4len >> 16);
 	return s + (l4len & 0xffff) + h->l4;
 }
 
@@ -118,7 +118,7 @@ fill_csums(uint8_t *f, uint32_t len, const struct tp_raw_hdrs *h)
 
 		f[h->l3off + 10] = f[h->l3off + 11] = 0;
 		put16(f + h->l3off + 10,
-			csum_fold(csum_add(0, f + h->l3off, ihl)));
+			raw_csum_fold(raw_csum_add(0, f + h->l3off, ihl)));
 	}
 	if (h->l4 != PROTO_TCP && h->l4 != PROTO_UDP)
 		return;
@@ -127,8 +127,8 @@ fill_csums(uint8_t *f, uint32_t len, const struct tp_raw_hdrs *h)
 		return;
 	ck = f + h->l4off + (h->l4 == PROTO_TCP ? 16 : 6);
 	ck[0] = ck[1] = 0;
-	s = csum_add(pseudo_sum(f, h, l4len), f + h->l4off, l4len);
-	c = csum_fold(s);
+	s = raw_csum_add(pseudo_sum(f, h, l4len), f + h->l4off, l4len);
+	c = raw_csum_fold(s);
 	if (h->l4 == PROTO_UDP && c == 0)
 		c = 0xffff;	/* UDP: 0 would mean no checksum */
 	put16(ck, c);
@@ -141,7 +141,7 @@ tp_raw_csum_ok(const uint8_t *f, uint32_t len, const struct tp_raw_hdrs *h)
 
 	if (h->l3 == 0 || (h->l4 != PROTO_TCP && h->l4 != PROTO_UDP))
 		return 0;
-	if (h->l3 == 4 && csum_fold(csum_add(0, f + h->l3off,
+	if (h->l3 == 4 && raw_csum_fold(raw_csum_add(0, f + h->l3off,
 			h->l4off - h->l3off)) != 0)
 		return 0;
 	l4len = l4_len(f, len, h);
@@ -149,7 +149,7 @@ tp_raw_csum_ok(const uint8_t *f, uint32_t len, const struct tp_raw_hdrs *h)
 		return 0;
 	if (h->l4 == PROTO_UDP && get16(f + h->l4off + 6) == 0)
 		return h->l3 == 4;	/* IPv4 UDP without a checksum */
-	return csum_fold(csum_add(pseudo_sum(f, h, l4len), f + h->l4off,
+	return raw_csum_fold(raw_csum_add(pseudo_sum(f, h, l4len), f + h->l4off,
 		l4len)) == 0;
 }
 

@@ -268,7 +268,7 @@ tx_req(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
 	}
 	p.payload_len = plen;
 	hlen = qp->type == IBV_QPT_UD ? droce_wire_build_hdr(&p, buf, b->cap) :
-		droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
+		tp_build_hdr(qp, &p, buf);
 	if (hlen < 0)
 		return -1;
 	rc = zc_payload(qp, w, off, b, buf, (uint32_t)hlen, plen,
@@ -464,7 +464,7 @@ send_small(struct droce_qp *qp, struct tp_swqe *w)
 	p.imm_data = w->imm_or_inv;
 	p.ieth_rkey = w->imm_or_inv;
 	p.payload_len = plen;
-	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
+	hlen = tp_build_hdr(qp, &p, buf);
 	if (hlen < 0)
 		return -1;
 	if (plen && w->inline_data != NULL)
@@ -514,7 +514,7 @@ send_small_rd(struct droce_qp *qp, struct tp_swqe *w)
 			w->compare_add : 0;
 	}
 	p.payload_len = 0;
-	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
+	hlen = tp_build_hdr(qp, &p, buf);
 	if (hlen < 0)
 		return -1;
 	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));

@@ -42,7 +42,7 @@ send_ack(struct droce_qp *qp)
 		qp->st.sack_tx++;
 	}
 	p.payload_len = slen;
-	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
+	hlen = tp_build_hdr(qp, &p, buf);
 	if (slen)
 		memcpy(buf + hlen, sack, slen);
 	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
@@ -152,7 +152,7 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		p.psn = r->cur_psn;
 	}
 	p.payload_len = plen;
-	hlen = droce_wire_build_hdr_tmpl(&qp->htmpl, &p, buf);
+	hlen = tp_build_hdr(qp, &p, buf);
 	if (plen && !zc_read_resp(qp, r, b, buf, (uint32_t)hlen, plen)) {
 		memcpy(buf + hlen, src, plen);
 		tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));

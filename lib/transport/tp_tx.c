@@ -135,8 +135,3 @@ tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
 		droce_udp_sport_qpn(qp->qpn));
 }
 
-uint32_t
-tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen)
-{
-	return droce_wire_finish(buf, hlen, pkt->payload_len);
-}

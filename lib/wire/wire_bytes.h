@@ -22,6 +22,20 @@ get_be24(const uint8_t *p)
 	return (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
 }
 
+/* The 24 bits at p where the byte before p may be read too (a BTH's
+ * QPN and PSN, an AETH's MSN): one load, not three. */
+static inline uint32_t
+get_be24_after(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p - 1, 4);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	v = __builtin_bswap32(v);
+#endif
+	return v & 0xffffff;
+}
+
 static inline uint32_t
 get_be32(const uint8_t *p)
 {
