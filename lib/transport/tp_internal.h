@@ -1029,6 +1029,26 @@ int tp_resp_progress(struct droce_qp *qp);
 void tp_resp_res_resized(struct droce_qp *qp);
 int tp_resp_busy(const struct droce_qp *qp);
 
+/* tp_req_small.c */
+/* Whether qp's one-packet requests may take the small-request path. */
+int tp_req_small_qp(const struct droce_qp *qp);
+/* The one-packet requests at sq.cur, while the window, the credits and
+ * the call's budget allow: how many went; *failed set: the WQE at sq.cur
+ * could not be sent (local protection), for the caller to complete so. */
+int tp_req_small(struct droce_qp *qp, int *failed);
+/* An atomic's AtomicETH: CMP_AND_SWP carries swap and compare, FETCH_ADD
+ * the addend. */
+static inline void
+tp_atomic_eth(struct droce_pkt *p, const struct tp_swqe *w)
+{
+	p->atm_va = w->remote_addr;
+	p->atm_rkey = w->rkey;
+	p->atm_swap_add = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+		w->swap : w->compare_add;
+	p->atm_compare = w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ?
+		w->compare_add : 0;
+}
+
 /* tp_tx.c */
 /* More buffers from the environment for tp_tx_get. */
 uint8_t *tp_tx_get_more(struct droce_tp_queue *q, uint32_t cap,
