@@ -1030,8 +1030,15 @@ void tp_resp_res_resized(struct droce_qp *qp);
 int tp_resp_busy(const struct droce_qp *qp);
 
 /* tp_req_small.c */
-/* Whether qp's one-packet requests may take the small-request path. */
-int tp_req_small_qp(const struct droce_qp *qp);
+/* Whether qp's one-packet requests may take the small-request path:
+ * inline, asked on every pass. */
+static inline int
+tp_req_small_qp(const struct droce_qp *qp)
+{
+	return qp->type == IBV_QPT_RC && qp->state == IBV_QPS_RTS &&
+		!qp->xrc && !qp->sr && !qp->cc.limited &&
+		qp->dev->conf.cc != DROCE_CC_DELAY;
+}
 /* The one-packet requests at sq.cur, while the window, the credits and
  * the call's budget allow: how many went; *failed set: the WQE at sq.cur
  * could not be sent (local protection), for the caller to complete so. */

@@ -407,7 +407,7 @@ tp_req_progress(struct droce_qp *qp)
 		if (qp->state == IBV_QPS_ERR)
 			return sent;
 	}
-	if (tp_req_small_qp(qp)) {
+	if (qp->sq.cur != qp->sq.head && tp_req_small_qp(qp)) {
 		int failed = 0;
 
 		sent += tp_req_small(qp, &failed);

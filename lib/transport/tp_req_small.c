@@ -16,14 +16,6 @@
 
 #include "tp_internal.h"
 
-int
-tp_req_small_qp(const struct droce_qp *qp)
-{
-	return qp->type == IBV_QPT_RC && qp->state == IBV_QPS_RTS &&
-		!qp->xrc && !qp->sr && !qp->cc.limited &&
-		qp->dev->conf.cc != DROCE_CC_DELAY;
-}
-
 static inline int
 small_wqe(const struct droce_qp *qp, const struct tp_swqe *w)
 {
