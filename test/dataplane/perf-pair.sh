@@ -17,6 +17,8 @@
 # frames in one buffer).
 # PAIR_SRV_LCORES / PAIR_CLI_LCORES: the sides' EAL lcore lists (0 and 1),
 # for --cores N; PAIR_EAL_EXTRA: more EAL arguments for both.
+# PAIR_CLI_WRAP / PAIR_SRV_WRAP: a command the client / server runs under
+# (valgrind --tool=callgrind ...: test/bench-perf-instructions.sh).
 # PAIR_AFPACKET_QPAIRS: net_af_packet queue pairs (1; the kernel spreads
 # received frames over them by flow hash: PACKET_FANOUT).
 # Everything started is torn down on exit, failed or not.
@@ -112,7 +114,7 @@ ip6_srv="" ip6_cli=""
 if [ "${PAIR_IPV6:-0}" = 1 ]; then
 	ip6_srv="--ip6 fd00:198::1" ip6_cli="--ip6 fd00:198::2"
 fi
-$srv_ns "$perf" --server --vdev "$srv_vdev" --ip 10.198.0.1 $ip6_srv \
+$srv_ns ${PAIR_SRV_WRAP:-} "$perf" --server --vdev "$srv_vdev" --ip 10.198.0.1 $ip6_srv \
 	--sc-addr "$sc_addr" --port "$port" \
 	--eal "--file-prefix drs$tag -l ${PAIR_SRV_LCORES:-0} $eal_common" "$@" \
 	> "$work/server.log" 2>&1 &
@@ -148,7 +150,7 @@ if [ $tele = 1 ]; then
 	tele_pid=$!
 fi
 
-$cli_ns "$perf" --client --vdev "$cli_vdev" --ip 10.198.0.2 $ip6_cli \
+$cli_ns ${PAIR_CLI_WRAP:-} "$perf" --client --vdev "$cli_vdev" --ip 10.198.0.2 $ip6_cli \
 	--peer-ip 10.198.0.1 --sc-addr "$sc_addr" --port "$port" \
 	--eal "--file-prefix drc$tag -l ${PAIR_CLI_LCORES:-1} $eal_common" "$@" \
 	> "$work/client.log" 2>&1
