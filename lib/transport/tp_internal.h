@@ -746,12 +746,11 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 		unsigned int access, struct droce_mr **mrp)
 {
 	struct tp_key *k = tp_key_find(qp->dev, rkey);
-	struct droce_mr *mr;
+	struct droce_mr *mr = k != NULL ? k->obj : NULL;
 
 	if (k == NULL || k->kind != TP_KEY_MR ||
-			(((struct droce_mr *)k->obj)->access & IBV_ACCESS_ON_DEMAND))
+			(mr->access & IBV_ACCESS_ON_DEMAND))
 		return tp_rkey_resolve_any(qp, rkey, va, len, access, mrp);
-	mr = k->obj;
 	if (mr->pd != qp->pd || (mr->access & access) != access)
 		return NULL;
 	/* [va, va+len) inside [iova, iova+len), without overflow */

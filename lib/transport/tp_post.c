@@ -160,7 +160,7 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 			(size_t)(w - qp->sq.wqe) * qp->sq.max_inline;
 		w->num_sge = 0;
 	} else if (w->num_sge == 1) {
-		w->sge[0] = wr->sg_list[0];	/* the common case: no call */
+		w->sge[0] = wr->sg_list[0];	/* the common case */
 	} else if (w->num_sge) {
 		memcpy(w->sge, wr->sg_list, sizeof(*w->sge) * w->num_sge);
 	}

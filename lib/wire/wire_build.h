@@ -160,7 +160,8 @@ static inline void
 udp_csum_fill(uint8_t *buf)
 {
 	uint8_t *ip = buf + frame_l3_off(buf);
-	uint8_t *udp = ip + ((ip[0] >> 4) == 6 ? DROCE_IPV6_HLEN : DROCE_IPV4_HLEN);
+	uint8_t *udp = ip + ((ip[0] >> 4) == 6 ? DROCE_IPV6_HLEN :
+		DROCE_IPV4_HLEN);
 	uint32_t ulen = get_be16(udp + 4);
 	uint16_t c;
 
