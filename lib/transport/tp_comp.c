@@ -342,16 +342,37 @@ on_empty_resp(struct droce_qp *qp, const struct droce_pkt *pkt,
 	tp_comp_retire(qp);
 }
 
+/*
+ * The common case of an answer: to the oldest WQE, one PSN long, with
+ * nothing acknowledged past it yet. Once it is done, una moves right
+ * after it, where settle would find it: the next WQE can hold no answer
+ * (that would have raised acked past w) nor anything acknowledged.
+ */
+static inline int
+oldest_alone(struct droce_qp *qp, const struct tp_swqe *w)
+{
+	return w->npsn == 1 && qp->acked == w->first_psn &&
+		tp_sq_wqe(qp, qp->sq.tail) == w;
+}
+
 /* A response of READ w, placed where its PSN says. */
 static void
 read_resp_placed(struct droce_qp *qp, struct tp_swqe *w,
 		const struct droce_pkt *pkt)
 {
-	int rc;
+	int rc, alone;
 
 	/* its responses acknowledge every request before the READ */
 	raise_acked(qp, w->first_psn);
+	alone = oldest_alone(qp, w);
 	rc = tp_read_place(qp, w, pkt);
+	if (rc == 1 && alone) {
+		tp_wqe_done(qp, w, IBV_WC_SUCCESS);
+		qp->acked = droce_psn_add(w->first_psn, 1);
+		progress_made(qp, qp->acked);
+		tp_comp_retire(qp);
+		return;
+	}
 	if (rc < 0) {
 		settle(qp);
 		fail_wqe(qp, NULL, IBV_WC_SUCCESS);
@@ -446,6 +467,7 @@ static void
 on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
 	struct tp_swqe *w = tp_wqe_of_psn(qp, pkt->psn);
+	int alone;
 
 	if (DROCE_AETH_TYPE(pkt->aeth_syndrome) != DROCE_AETH_TYPE_ACK) {
 		on_ack(qp, pkt);
@@ -458,6 +480,7 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	}
 	/* it acknowledges every request before its own */
 	raise_acked(qp, w->first_psn);
+	alone = oldest_alone(qp, w);
 	/* The original value lands in the local buffer in host order. */
 	w->atomic_orig = pkt->atmack_orig;
 	if (tp_read_copy(qp, w, 0, (const uint8_t *)&w->atomic_orig, 8) != 0) {
@@ -467,7 +490,10 @@ on_atomic_ack(struct droce_qp *qp, const struct droce_pkt *pkt)
 	}
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	raise_acked(qp, droce_psn_add(pkt->psn, 1));
-	settle(qp);
+	if (alone)
+		progress_made(qp, qp->acked);
+	else
+		settle(qp);
 	tp_comp_retire(qp);
 }
 

@@ -8,9 +8,11 @@
 /* lib/transport internals: object layouts and cross-file prototypes. */
 
 #include <assert.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "droce_transport.h"
 #include "tp_dcqcn.h"
@@ -765,24 +767,84 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 int tp_invalidate_rkey(struct droce_qp *qp, uint32_t rkey, int check_only);
 int tp_bind_mw(struct droce_qp *qp, struct droce_mw *mw,
 		const struct ibv_mw_bind_info *b, uint32_t new_rkey);
-/* Check every SGE of a list against its lkey: 0 or -EPERM. */
-int tp_sge_check(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, unsigned int need_access);
 /* Copy between an SGE list (at byte offset off) and a flat buffer. */
 int tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, uint64_t off,
 		uint8_t *dst, uint32_t len);
-/* Checks every piece before it writes one: -EPERM or -EMSGSIZE, nothing
- * copied. */
-int tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *sge, uint32_t n, uint64_t off,
-		const uint8_t *src, uint32_t len);
 /* The same checks alone: could len bytes go at off. */
 int tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, uint64_t off, uint32_t len);
 /* On-demand paging: [addr, addr+len)'s pages faulted in (writable if
  * write) before the data path touches them; 0 or -1 (not mapped). */
 int tp_odp_fault(uintptr_t addr, uint64_t len, unsigned int write);
+
+/* The memory of one SGE, checked against its lkey for need: NULL if
+ * refused. Inline: a one-SGE WR's check and scatter run per message. */
+static inline __attribute__((always_inline)) uint8_t *
+tp_sge_addr(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *s, unsigned int need, struct droce_mr **mrp)
+{
+	struct droce_mr *mr = tp_lkey_lookup(dev, pd, s->lkey);
+	uint64_t lo, a;
+
+	if (mr == NULL || (mr->access & need) != need)
+		return NULL;
+	*mrp = mr;
+	/* ZERO_BASED MRs take addresses as offsets; others the owner's
+	 * virtual addresses (local_va), which need not be ours */
+	lo = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : mr->local_va;
+	if (s->addr < lo)
+		return NULL;
+	a = s->addr - lo;
+	if (s->length > mr->len || a > mr->len - s->length)
+		return NULL;
+	if ((mr->access & IBV_ACCESS_ON_DEMAND) && s->length != 0 &&
+			tp_odp_fault((uintptr_t)mr->base + a, s->length,
+			need & IBV_ACCESS_LOCAL_WRITE) != 0)
+		return NULL;
+	return (uint8_t *)((uintptr_t)mr->base + a);
+}
+
+int tp_sge_check_list(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, unsigned int need_access);
+int tp_sge_copy_in_list(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		const uint8_t *src, uint32_t len);
+
+/* Check every SGE of a list against its lkey: 0 or -EPERM. */
+static inline int
+tp_sge_check(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, unsigned int need_access)
+{
+	struct droce_mr *mr;
+
+	if (n == 1)
+		return sge->length == 0 ||
+			tp_sge_addr(dev, pd, sge, need_access, &mr) != NULL ?
+			0 : -EPERM;
+	return tp_sge_check_list(dev, pd, sge, n, need_access);
+}
+
+/* Scatter into an SGE list at byte offset off; every piece checked before
+ * one is written: -EPERM or -EMSGSIZE, nothing copied. */
+static inline int
+tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
+		const struct ibv_sge *sge, uint32_t n, uint64_t off,
+		const uint8_t *src, uint32_t len)
+{
+	struct droce_mr *mr;
+	uint8_t *d;
+
+	if (n != 1)
+		return tp_sge_copy_in_list(dev, pd, sge, n, off, src, len);
+	if (off > sge->length || len > sge->length - off)
+		return -EMSGSIZE;
+	d = tp_sge_addr(dev, pd, sge, IBV_ACCESS_LOCAL_WRITE, &mr);
+	if (d == NULL)
+		return -EPERM;
+	memcpy(d + off, src, len);
+	return 0;
+}
 static inline uint64_t
 tp_sge_total(const struct ibv_sge *sge, uint32_t n)
 {

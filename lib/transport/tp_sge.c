@@ -16,41 +16,16 @@
 #include "tp_internal.h"
 
 static inline __attribute__((always_inline)) uint8_t *
-sge_addr_mr(struct droce_dev *dev, struct droce_pd *pd,
-		const struct ibv_sge *s, unsigned int need, struct droce_mr **mrp)
-{
-	struct droce_mr *mr = tp_lkey_lookup(dev, pd, s->lkey);
-	uint64_t lo, a;
-
-	if (mr == NULL || (mr->access & need) != need)
-		return NULL;
-	*mrp = mr;
-	/* ZERO_BASED MRs take addresses as offsets; others the owner's
-	 * virtual addresses (local_va), which need not be ours */
-	lo = (mr->access & IBV_ACCESS_ZERO_BASED) ? 0 : mr->local_va;
-	if (s->addr < lo)
-		return NULL;
-	a = s->addr - lo;
-	if (s->length > mr->len || a > mr->len - s->length)
-		return NULL;
-	if ((mr->access & IBV_ACCESS_ON_DEMAND) && s->length != 0 &&
-			tp_odp_fault((uintptr_t)mr->base + a, s->length,
-			need & IBV_ACCESS_LOCAL_WRITE) != 0)
-		return NULL;
-	return (uint8_t *)((uintptr_t)mr->base + a);
-}
-
-static inline __attribute__((always_inline)) uint8_t *
 sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
 		unsigned int need)
 {
 	struct droce_mr *mr;
 
-	return sge_addr_mr(dev, pd, s, need, &mr);
+	return tp_sge_addr(dev, pd, s, need, &mr);
 }
 
 int
-tp_sge_check(struct droce_dev *dev, struct droce_pd *pd,
+tp_sge_check_list(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, unsigned int need)
 {
 	uint32_t i;
@@ -116,7 +91,7 @@ tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,
 		c = sge[i].length - (uint32_t)off;
 		if (c > len)
 			c = len;
-		src = sge_addr_mr(dev, pd, &sge[i], 0, &sp[k].mr);
+		src = tp_sge_addr(dev, pd, &sge[i], 0, &sp[k].mr);
 		if (src == NULL)
 			return -EPERM;
 		sp[k].addr = src + off;
@@ -180,25 +155,15 @@ tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
  * was: -EPERM or -EMSGSIZE, and nothing copied.
  */
 int
-tp_sge_copy_in(struct droce_dev *dev, struct droce_pd *pd,
+tp_sge_copy_in_list(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, uint64_t off,
 		const uint8_t *src, uint32_t len)
 {
 	uint8_t *dst[TP_SGE_PIECES];
 	uint32_t cnt[TP_SGE_PIECES];
 	uint32_t i, k;
-	uint8_t *d;
 	int rc;
 
-	if (n == 1) {	/* the common case, without the piece list */
-		if (off > sge->length || len > sge->length - off)
-			return -EMSGSIZE;
-		d = sge_addr(dev, pd, sge, IBV_ACCESS_LOCAL_WRITE);
-		if (d == NULL)
-			return -EPERM;
-		memcpy(d + off, src, len);
-		return 0;
-	}
 	rc = sge_walk(dev, pd, sge, n, off, len, dst, cnt, TP_SGE_PIECES, &k);
 	/* all checked: copy, TP_SGE_PIECES at a time past a long list */
 	while (rc == 0 && len) {
