@@ -42,6 +42,6 @@ one "put_bw (UCT rc_verbs, zcopy)" uct:rc_verbs put_bw 65536 -D zcopy -n 5000
 # the same attached to two droced (idle polling: two daemons and two
 # busy ucx_perftest processes share the CPUs)
 export DAEMONS="$build/app/droced"
-one "tag_lat (rc, attached)" "rc_verbs,ud_verbs:aux" tag_lat 8 -n 20000
+one "tag_lat (rc, attached)" "rc_verbs,ud_verbs:aux" tag_lat 8 -n 2000
 one "tag_bw (rc, attached)" "rc_verbs,ud_verbs:aux" tag_bw 64 -n 200000
 one "tag_bw (rc, attached)" "rc_verbs,ud_verbs:aux" tag_bw 65536 -n 5000
