@@ -10,6 +10,7 @@
  */
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -650,6 +651,18 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 	droce_port_lock(port, qp->q);
 	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)
 		raw_drain(port, qp);
+	if (debug_on()) {
+		struct droce_tp_stats st;
+
+		droce_qp_stats(qp->tqp, &st);
+		fprintf(stderr, "droce: qp %u: tx %" PRIu64 " rx %" PRIu64
+			" retransmits %" PRIu64 " timeouts %" PRIu64
+			" rnr_nak tx %" PRIu64 " rx %" PRIu64 " seq_nak tx %"
+			PRIu64 " rx %" PRIu64 " dup %" PRIu64 "\n",
+			ibqp->qp_num, st.tx_pkts, st.rx_pkts, st.retransmits,
+			st.timeouts, st.rnr_nak_tx, st.rnr_nak_rx,
+			st.nak_seq_tx, st.nak_seq_rx, st.dup_rx);
+	}
 	rc = droce_qp_destroy(qp->tqp);
 	droce_port_unlock(port, qp->q);
 	if (rc)
