@@ -128,6 +128,14 @@ dv_port_put(struct dv_context *ctx)
 	ctx->uses_port = 0;
 	pthread_mutex_lock(&d->lock);
 	if (--d->users == 0) {
+		/*
+		 * What the last QPs sent as they went (their last ACK,
+		 * tp_resp_last_ack) leaves and the peer gets 20 ms to read
+		 * it: net_memif drops what is in the ring once we are gone,
+		 * and an ACK lost there left ibv_rc_pingpong's server
+		 * retrying its last SEND into RETRY_EXC_ERR.
+		 */
+		droce_port_tx_settle(d->port, 20000000ull, 200000000ull);
 		droce_conf_fault_report(d->port, &d->conf);
 		/* stop polling before the link goes (net_memif's rule) */
 		droce_port_close(d->port);
