@@ -642,6 +642,7 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct dv_qp *qp = dv_qp(ibqp);
 	struct droce_port *port = qp->ctx->dev->port;
+	struct droce_tp_stats st;
 	int rc;
 
 	if (qp->ctx->att != NULL)
@@ -651,10 +652,12 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 	droce_port_lock(port, qp->q);
 	if (ibqp->qp_type == IBV_QPT_RAW_PACKET)
 		raw_drain(port, qp);
-	if (debug_on()) {
-		struct droce_tp_stats st;
-
-		droce_qp_stats(qp->tqp, &st);
+	droce_qp_stats(qp->tqp, &st);
+	rc = droce_qp_destroy(qp->tqp);
+	droce_port_unlock(port, qp->q);
+	if (rc)
+		return -rc;
+	if (debug_on())	/* its counters, printed outside the lock */
 		fprintf(stderr, "droce: qp %u: tx %" PRIu64 " rx %" PRIu64
 			" retransmits %" PRIu64 " timeouts %" PRIu64
 			" rnr_nak tx %" PRIu64 " rx %" PRIu64 " seq_nak tx %"
@@ -662,11 +665,6 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 			ibqp->qp_num, st.tx_pkts, st.rx_pkts, st.retransmits,
 			st.timeouts, st.rnr_nak_tx, st.rnr_nak_rx,
 			st.nak_seq_tx, st.nak_seq_rx, st.dup_rx);
-	}
-	rc = droce_qp_destroy(qp->tqp);
-	droce_port_unlock(port, qp->q);
-	if (rc)
-		return -rc;
 	dv_qp_ex_fini(qp);
 	free(qp);
 	return 0;

@@ -644,16 +644,19 @@ drive_nap(struct droce_port *p, uint32_t *nap)
 		*nap = RTE_MIN(*nap * 2, DP_DRIVE_NAP_MAX_US);
 }
 
-/* Work to do soon; *due: the queue's next transport deadline, if earlier */
+/* Work to do soon; when none, *due: the queue's next transport deadline,
+ * if earlier (a busy pass does not nap: no deadline needed) */
 static int
 queue_busy(struct dp_queue *q, uint64_t now, uint64_t *due)
 {
-	uint64_t t = droce_tp_next_deadline(q->tq);
+	uint64_t t;
 
+	if (q->ntx || q->nlb || droce_tp_queue_busy(q->tq))
+		return 1;
+	t = droce_tp_next_deadline(q->tq);
 	if (t < *due)
 		*due = t;
-	return q->ntx || q->nlb || droce_tp_queue_busy(q->tq) ||
-		t <= now + 20000;
+	return t <= now + 20000;
 }
 
 /*
