@@ -122,7 +122,7 @@ rx_one(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)
 	q->st.rx_bytes += len;
 	if (len < 6 || !mac_ours(q, frame, len))
 		return;
-	rc = droce_wire_parse_inline(frame, len, &opts, &pkt);
+	rc = droce_wire_parse_rx(frame, len, &opts, &pkt);
 	len_bad = 0;
 	if (rc != 0) {
 		/* length defects of an authentic packet: answered below */

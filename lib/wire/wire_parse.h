@@ -109,9 +109,9 @@ gid_v4_fill(uint8_t gid[16], const uint8_t *ip4)
 }
 
 /* IP header: sets *ip_end (offset of the UDP header) and *l3_total. */
-static inline int
+static inline __attribute__((always_inline)) int
 parse_ipv4(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
-		uint32_t *l3_total)
+		uint32_t *l3_total, bool all)
 {
 	const uint8_t *ip = f + l3;
 	uint16_t frag;
@@ -130,18 +130,20 @@ parse_ipv4(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
 		return DROCE_WIRE_EIPLEN;
 	pkt->ip_ver = 4;
 	pkt->tclass = ip[1];
-	pkt->ip_id = get_be16(ip + 4);
-	pkt->ip_df = !!(frag & 0x4000);
-	pkt->ttl = ip[8];
-	pkt->flow_label = 0;
+	if (all) {
+		pkt->ip_id = get_be16(ip + 4);
+		pkt->ip_df = !!(frag & 0x4000);
+		pkt->ttl = ip[8];
+		pkt->flow_label = 0;
+	}
 	gid_v4_fill(pkt->sgid, ip + 12);
 	gid_v4_fill(pkt->dgid, ip + 16);
 	return 0;
 }
 
-static inline int
+static inline __attribute__((always_inline)) int
 parse_ipv6(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
-		uint32_t *l3_total)
+		uint32_t *l3_total, bool all)
 {
 	const uint8_t *ip = f + l3;
 	uint32_t w0;
@@ -158,46 +160,58 @@ parse_ipv6(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
 		return DROCE_WIRE_EIPLEN;
 	pkt->ip_ver = 6;
 	pkt->tclass = (uint8_t)(w0 >> 20);
-	pkt->flow_label = w0 & 0xfffff;
-	pkt->ttl = ip[7];
-	pkt->ip_id = 0;
-	pkt->ip_df = 0;
+	if (all) {
+		pkt->flow_label = w0 & 0xfffff;
+		pkt->ttl = ip[7];
+		pkt->ip_id = 0;
+		pkt->ip_df = 0;
+	}
 	memcpy(pkt->sgid, ip + 8, 16);
 	memcpy(pkt->dgid, ip + 24, 16);
 	return 0;
 }
 
+/*
+ * The parse; all = false fills only what the transport reads (WIRE_RX_FIELDS
+ * below), with every check made as with all = true.
+ */
 static inline __attribute__((always_inline)) int
-droce_wire_parse_inline(const uint8_t *f, uint32_t len,
-		const struct droce_parse_opts *opts, struct droce_pkt *pkt)
+wire_parse_frame(const uint8_t *f, uint32_t len,
+		const struct droce_parse_opts *opts, struct droce_pkt *pkt,
+		bool all)
 {
 	const struct droce_opcode_info *oi;
-	uint32_t l3, l3_hlen, l3_total, udp_len, mtu, body, pad, end;
+	uint32_t l3, l3_hlen, l3_total, udp_len, mtu, body, pad, end, icrc;
 	const uint8_t *udp, *bth;
-	uint16_t etype;
+	uint16_t etype, dport;
+	uint8_t tver;
 	int rc;
 
 	if (len < DROCE_ETH_HLEN)
 		return DROCE_WIRE_ETRUNC;
-	memcpy(pkt->dst_mac, f, 6);
-	memcpy(pkt->src_mac, f + 6, 6);
+	if (all) {
+		memcpy(pkt->dst_mac, f, 6);
+		memcpy(pkt->src_mac, f + 6, 6);
+		pkt->has_vlan = 0;
+		pkt->vlan_tci = 0;
+	}
 	etype = get_be16(f + 12);
 	l3 = DROCE_ETH_HLEN;
-	pkt->has_vlan = 0;
-	pkt->vlan_tci = 0;
 	if (etype == ETHERTYPE_VLAN) {
 		if (len < DROCE_ETH_HLEN + DROCE_VLAN_HLEN)
 			return DROCE_WIRE_ETRUNC;
-		pkt->has_vlan = 1;
-		pkt->vlan_tci = get_be16(f + 14);
+		if (all) {
+			pkt->has_vlan = 1;
+			pkt->vlan_tci = get_be16(f + 14);
+		}
 		etype = get_be16(f + 16);
 		l3 += DROCE_VLAN_HLEN;
 	}
 	if (etype == ETHERTYPE_IPV4) {
-		rc = parse_ipv4(f, len, l3, pkt, &l3_total);
+		rc = parse_ipv4(f, len, l3, pkt, &l3_total, all);
 		l3_hlen = DROCE_IPV4_HLEN;
 	} else if (etype == ETHERTYPE_IPV6) {
-		rc = parse_ipv6(f, len, l3, pkt, &l3_total);
+		rc = parse_ipv6(f, len, l3, pkt, &l3_total, all);
 		l3_hlen = DROCE_IPV6_HLEN;
 	} else {
 		return DROCE_WIRE_EETHERTYPE;
@@ -216,10 +230,13 @@ droce_wire_parse_inline(const uint8_t *f, uint32_t len,
 		return DROCE_WIRE_EIPCSUM;
 
 	udp = f + l3 + l3_hlen;
-	pkt->udp_sport = get_be16(udp);
-	pkt->udp_dport = get_be16(udp + 2);
-	pkt->udp_csum = get_be16(udp + 6);
-	if (pkt->udp_dport != DROCE_ROCE_UDP_PORT)
+	dport = get_be16(udp + 2);
+	if (all) {
+		pkt->udp_sport = get_be16(udp);
+		pkt->udp_dport = dport;
+		pkt->udp_csum = get_be16(udp + 6);
+	}
+	if (dport != DROCE_ROCE_UDP_PORT)
 		return DROCE_WIRE_EUDPPORT;
 	udp_len = get_be16(udp + 4);
 	if (udp_len != l3_total - l3_hlen)
@@ -230,21 +247,24 @@ droce_wire_parse_inline(const uint8_t *f, uint32_t len,
 	if (udp_len < DROCE_UDP_HLEN + DROCE_BTH_LEN)
 		return DROCE_WIRE_ETRUNC;
 	bth = udp + DROCE_UDP_HLEN;
-	pkt->bth_off = (uint16_t)(bth - f);
 	pkt->opcode = bth[0];
 	pkt->se = bth[1] >> 7;
-	pkt->migreq = (bth[1] >> 6) & 1;
 	pkt->padcnt = (bth[1] >> 4) & 3;
-	pkt->tver = bth[1] & 0xf;
+	tver = bth[1] & 0xf;
 	pkt->pkey = get_be16(bth + 2);
-	pkt->fecn = bth[4] >> 7;
-	pkt->becn = (bth[4] >> 6) & 1;
-	pkt->bth_resv6 = bth[4] & 0x3f;
 	pkt->dqpn = get_be24_after(bth + 5);
 	pkt->ackreq = bth[8] >> 7;
-	pkt->bth_resv7 = bth[8] & 0x7f;
 	pkt->psn = get_be24_after(bth + 9);
-	if (pkt->tver != 0)
+	if (all) {
+		pkt->bth_off = (uint16_t)(bth - f);
+		pkt->migreq = (bth[1] >> 6) & 1;
+		pkt->tver = tver;
+		pkt->fecn = bth[4] >> 7;
+		pkt->becn = (bth[4] >> 6) & 1;
+		pkt->bth_resv6 = bth[4] & 0x3f;
+		pkt->bth_resv7 = bth[8] & 0x7f;
+	}
+	if (tver != 0)
 		return DROCE_WIRE_ETVER;
 	oi = &droce_opcode_info[pkt->opcode];
 	if (!oi->valid)
@@ -264,18 +284,20 @@ droce_wire_parse_inline(const uint8_t *f, uint32_t len,
 	pkt->payload = bth + oi->hdr_len;
 	pkt->payload_len = body - pad;
 
-	pkt->icrc = get_le32(f + end - 4);
+	icrc = get_le32(f + end - 4);
+	if (all)
+		pkt->icrc = icrc;
 	pkt->icrc_rxe_flush = 0;
 	if (!opts->skip_icrc &&
-			droce_icrc(f + l3, end - 4 - l3) != pkt->icrc) {
+			droce_icrc(f + l3, end - 4 - l3) != icrc) {
 		/* Linux rxe's FLUSH: accepted, marked */
 		if (pkt->opcode != DROCE_OP_RC_FLUSH ||
 				droce_icrc_rxe_flush(f + l3, end - 4 - l3) !=
-				pkt->icrc)
+				icrc)
 			return DROCE_WIRE_EICRC;
 		pkt->icrc_rxe_flush = 1;
 	}
-	if (opts->verify_udp_csum && pkt->udp_csum != 0 &&
+	if (opts->verify_udp_csum && get_be16(udp + 6) != 0 &&
 			csum_fold(csum_add(udp_pseudo_sum(f + l3, udp_len), udp,
 				udp_len)) != 0)
 		return DROCE_WIRE_EUDPCSUM;
@@ -294,6 +316,28 @@ droce_wire_parse_inline(const uint8_t *f, uint32_t len,
 	if (pkt->payload_len > (uint32_t)mtu)
 		return DROCE_WIRE_EMTU;
 	return 0;
+}
+
+static inline __attribute__((always_inline)) int
+droce_wire_parse_inline(const uint8_t *f, uint32_t len,
+		const struct droce_parse_opts *opts, struct droce_pkt *pkt)
+{
+	return wire_parse_frame(f, len, opts, pkt, true);
+}
+
+/*
+ * The transport's receive: the same checks and verdicts, but only these
+ * fields of pkt are filled: ip_ver, tclass, sgid, dgid, l3_off, opcode,
+ * se, padcnt, pkey, dqpn, ackreq, psn, the opcode's extension headers,
+ * payload, payload_len, icrc_rxe_flush. The rest (MACs, VLAN, TTL, IP id,
+ * flow label, UDP ports and checksum, the BTH's other bits, the ICRC, the
+ * BTH offset) are left as they were: nothing past the parse reads them.
+ */
+static inline __attribute__((always_inline)) int
+droce_wire_parse_rx(const uint8_t *f, uint32_t len,
+		const struct droce_parse_opts *opts, struct droce_pkt *pkt)
+{
+	return wire_parse_frame(f, len, opts, pkt, false);
 }
 
 #endif /* WIRE_PARSE_H */
