@@ -89,10 +89,39 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
-/* f: the opcode's enum tp_wr_flag */
+/* The WRs most programs post: one SGE, not inline, on an RC QP. */
+#define FAST_OPS (1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM | \
+	1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM | \
+	1u << IBV_WR_RDMA_READ | 1u << IBV_WR_ATOMIC_FETCH_AND_ADD | \
+	1u << IBV_WR_ATOMIC_CMP_AND_SWP)
+
+/*
+ * A valid WR of the common shape, told in a few tests: what
+ * check_send_wr would accept for it (its length within max_msg_sz, an
+ * atomic's 8 aligned bytes; RC takes FENCE). Anything else, valid or
+ * not, goes the general way, which names the errno.
+ */
+static inline __attribute__((always_inline)) bool
+fast_shape(const struct droce_qp *qp, const struct ibv_send_wr *wr)
+{
+	uint32_t op = (uint32_t)wr->opcode;
+
+	if (!qp->post_rc || op >= 32 || !((FAST_OPS >> op) & 1) ||
+			wr->num_sge != 1 || wr->sg_list == NULL ||
+			(wr->send_flags & IBV_SEND_INLINE) ||
+			wr->sg_list[0].length > qp->dev->lim.max_msg_sz)
+		return false;
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP)
+		return !(wr->wr.atomic.remote_addr & 7) &&
+			wr->sg_list[0].length == 8;
+	return true;
+}
+
+/* f: the opcode's enum tp_wr_flag; fast: a WR fast_shape took, which
+ * folds away what that shape never has */
 static inline __attribute__((always_inline)) void
 fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
-		uint64_t len, unsigned int f)
+		uint64_t len, unsigned int f, bool fast)
 {
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint8_t)wr->opcode;
@@ -117,10 +146,14 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
-	} else if (wr->opcode == IBV_WR_BIND_MW) {
+	} else if (!fast && wr->opcode == IBV_WR_BIND_MW) {
 		w->mw = droce_mw_from_ibv(wr->bind_mw.mw);
 		w->bind = wr->bind_mw.bind_info;
 		w->bind_rkey = wr->bind_mw.rkey;
+	}
+	if (fast) {
+		w->sge[0] = wr->sg_list[0];
+		return;
 	}
 	if (f & TP_WRF_FLUSH)
 		w->length = wr->wr.atomic.compare_add;
@@ -201,6 +234,17 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		}
 	}
 	for (; wr != NULL; wr = wr->next) {
+		if (!all_or_nothing && fast_shape(qp, wr)) {
+			if (qp->sq.head - qp->sq.tail >= qp->sq.size) {
+				*bad_wr = wr;
+				return ENOMEM;
+			}
+			fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr,
+				wr->sg_list[0].length,
+				tp_wr_opcode_info[wr->opcode].flags, true);
+			qp->sq.head++;
+			continue;
+		}
 		if (all_or_nothing) {
 			len = wr->num_sge ? tp_sge_total(wr->sg_list,
 				wr->num_sge) : 0;
@@ -214,7 +258,7 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 				return rc;
 			}
 		}
-		fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len, f);
+		fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len, f, false);
 		qp->sq.head++;
 	}
 	qp->posted = 1;

@@ -506,6 +506,7 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	if (qp->type == IBV_QPT_RC) {
 		qp->rd_bits = calloc(TP_RD_BITS / 64, sizeof(uint64_t));
 		qp->sr = !xrc && dev->conf.selective_repeat == DROCE_SR_ALL;
+		qp->post_rc = !xrc;
 	}
 	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
 			(qp->type == IBV_QPT_RC && (qp->rd_bits == NULL ||
