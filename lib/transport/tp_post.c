@@ -89,31 +89,35 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
-/* The WRs most programs post: one SGE, not inline, on an RC QP. */
-#define FAST_OPS (1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM | \
-	1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM | \
-	1u << IBV_WR_RDMA_READ | 1u << IBV_WR_ATOMIC_FETCH_AND_ADD | \
-	1u << IBV_WR_ATOMIC_CMP_AND_SWP)
+/* The WRs most programs post on an RC QP, with one SGE: the ones that
+ * may be inline (their payload goes out), then READ and atomics. */
+#define FAST_OUT (1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM | \
+	1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM)
+#define FAST_OPS (FAST_OUT | 1u << IBV_WR_RDMA_READ | \
+	1u << IBV_WR_ATOMIC_FETCH_AND_ADD | 1u << IBV_WR_ATOMIC_CMP_AND_SWP)
 
 /*
  * A valid WR of the common shape, told in a few tests: what
  * check_send_wr would accept for it (its length within max_msg_sz, an
- * atomic's 8 aligned bytes; RC takes FENCE). Anything else, valid or
- * not, goes the general way, which names the errno.
+ * inline one within max_inline and not a READ or atomic, an atomic's 8
+ * aligned bytes; RC takes FENCE). Anything else, valid or not, goes the
+ * general way, which names the errno.
  */
 static inline __attribute__((always_inline)) bool
 fast_shape(const struct droce_qp *qp, const struct ibv_send_wr *wr)
 {
-	uint32_t op = (uint32_t)wr->opcode;
+	uint32_t op = (uint32_t)wr->opcode, len;
 
 	if (!qp->post_rc || op >= 32 || !((FAST_OPS >> op) & 1) ||
-			wr->num_sge != 1 || wr->sg_list == NULL ||
-			(wr->send_flags & IBV_SEND_INLINE) ||
-			wr->sg_list[0].length > qp->dev->lim.max_msg_sz)
+			wr->num_sge != 1 || wr->sg_list == NULL)
+		return false;
+	len = wr->sg_list[0].length;
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return ((FAST_OUT >> op) & 1) && len <= qp->sq.max_inline;
+	if (len > qp->dev->lim.max_msg_sz)
 		return false;
 	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP)
-		return !(wr->wr.atomic.remote_addr & 7) &&
-			wr->sg_list[0].length == 8;
+		return !(wr->wr.atomic.remote_addr & 7) && len == 8;
 	return true;
 }
 
@@ -152,7 +156,16 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		w->bind_rkey = wr->bind_mw.rkey;
 	}
 	if (fast) {
-		w->sge[0] = wr->sg_list[0];
+		if ((wr->send_flags & IBV_SEND_INLINE) && len) {
+			/* copy now: the caller may reuse its buffer at once */
+			w->inline_data = qp->sq.inline_buf +
+				(size_t)(w - qp->sq.wqe) * qp->sq.max_inline;
+			memcpy(w->inline_data,
+				(void *)(uintptr_t)wr->sg_list[0].addr, len);
+			w->num_sge = 0;
+		} else {
+			w->sge[0] = wr->sg_list[0];
+		}
 		return;
 	}
 	if (f & TP_WRF_FLUSH)
