@@ -172,8 +172,8 @@ parse_ipv6(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
 }
 
 /*
- * The parse; all = false fills only what the transport reads (WIRE_RX_FIELDS
- * below), with every check made as with all = true.
+ * The parse; all = false fills only what the transport reads
+ * (droce_wire_parse_rx says which), with every check made as with all = true.
  */
 static inline __attribute__((always_inline)) int
 wire_parse_frame(const uint8_t *f, uint32_t len,

@@ -13,6 +13,7 @@
 
 #include "check.h"
 #include "droce_wire.h"
+#include "parse_rx_same.h"
 #include "pcapio.h"
 
 /* Independent of the parser: IPv4/IPv6 + UDP to port 4791. */
@@ -70,6 +71,7 @@ main(int argc, char **argv)
 				droce_wire_strerror(rc));
 			if (rc)
 				continue;
+			parse_rx_same(fr[i].data, fr[i].len, NULL);
 			per_op[pkt.opcode]++;
 			blen = droce_wire_build(&pkt, buf, sizeof(buf));
 			CHECK(blen == (int)fr[i].len,
