@@ -1214,6 +1214,23 @@ tp_rq_count(const struct tp_rq *rq)
 	return rq->head - rq->tail;
 }
 
+/* Take a receive WQE from the QP's RQ or its SRQ (SRQ limit event). */
+static inline int
+tp_take_rwqe(struct droce_qp *qp, struct tp_rwqe *rw)
+{
+	struct droce_srq *srq = qp->srq;
+
+	if (srq == NULL)
+		return tp_rq_pop(&qp->rq, rw);
+	if (tp_rq_pop(&srq->rq, rw) != 0)
+		return -1;
+	if (srq->limit && tp_rq_count(&srq->rq) < srq->limit) {
+		srq->limit = 0;	/* one event per arming */
+		tp_async(qp->dev, IBV_EVENT_SRQ_LIMIT_REACHED, srq);
+	}
+	return 0;
+}
+
 /* ---- helpers ---- */
 
 /* PSNs a message of len bytes takes: one per path MTU, at least one. */

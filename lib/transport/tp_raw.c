@@ -404,23 +404,6 @@ flow_match(const struct droce_flow *fl, const uint8_t *f, uint32_t len,
 	return 1;
 }
 
-/* Take a receive WQE from the QP's RQ or its SRQ (SRQ limit event). */
-static int
-take_rwqe(struct droce_qp *qp, struct tp_rwqe *rw)
-{
-	struct droce_srq *srq = qp->srq;
-
-	if (srq == NULL)
-		return tp_rq_pop(&qp->rq, rw);
-	if (tp_rq_pop(&srq->rq, rw) != 0)
-		return -1;
-	if (srq->limit && tp_rq_count(&srq->rq) < srq->limit) {
-		srq->limit = 0;	/* one event per arming */
-		tp_async(qp->dev, IBV_EVENT_SRQ_LIMIT_REACHED, srq);
-	}
-	return 0;
-}
-
 /* The whole frame into the QP's next receive WQE. */
 static void
 raw_deliver(struct droce_qp *qp, const uint8_t *f, uint32_t len,
@@ -436,7 +419,7 @@ raw_deliver(struct droce_qp *qp, const uint8_t *f, uint32_t len,
 		qp->queue->st.rx_drop_state++;
 		return;
 	}
-	if (take_rwqe(qp, &rw) != 0) {
+	if (tp_take_rwqe(qp, &rw) != 0) {
 		/* no receive posted: a NIC drops it too. On the QP only:
 		 * the queue's figure sums its QPs' */
 		qp->st.rx_drop_state++;

@@ -93,24 +93,6 @@ hold_for_answer(struct droce_qp *qp)
 		qp->ack_hold = qp->queue->now + TP_ACK_HOLD_NS;
 }
 
-/* Take a receive WQE from the QP's RQ or its SRQ (SRQ limit event). */
-static int
-take_rwqe(struct droce_qp *qp, struct tp_rwqe *rw)
-{
-	if (qp->srq != NULL) {
-		struct droce_srq *srq = qp->srq;
-
-		if (tp_rq_pop(&srq->rq, rw) != 0)
-			return -1;
-		if (srq->limit && tp_rq_count(&srq->rq) < srq->limit) {
-			srq->limit = 0;	/* one event per arming */
-			tp_async(qp->dev, IBV_EVENT_SRQ_LIMIT_REACHED, srq);
-		}
-		return 0;
-	}
-	return tp_rq_pop(&qp->rq, rw);
-}
-
 /*
  * The receive WQE a SEND (or a WRITE with immediate) consumes, held in
  * the QP until the message's last packet, which may come passes later
@@ -124,7 +106,7 @@ take_rwqe(struct droce_qp *qp, struct tp_rwqe *rw)
 static int
 take_msg_rwqe(struct droce_qp *qp)
 {
-	if (take_rwqe(qp, &qp->rx_wqe) != 0)
+	if (tp_take_rwqe(qp, &qp->rx_wqe) != 0)
 		return -1;
 	memcpy(qp->rx_sges, qp->rx_wqe.sge,
 		qp->rx_wqe.num_sge * sizeof(*qp->rx_sges));
@@ -220,7 +202,7 @@ ud_rx(struct droce_qp *qp, const struct droce_pkt *pkt, const uint8_t *frame)
 		qp->queue->st.rx_drop_qkey++;
 		return;
 	}
-	if (take_rwqe(qp, &rw) != 0) {
+	if (tp_take_rwqe(qp, &rw) != 0) {
 		qp->queue->st.rx_drop_state++;	/* no receive WQE: dropped */
 		return;
 	}
