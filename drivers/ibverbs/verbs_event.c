@@ -23,12 +23,16 @@
 #include "attach.h"
 
 static void
+efd_signal_n(int fd, uint64_t n)
+{
+	if (write(fd, &n, sizeof(n)) != sizeof(n))
+		return;		/* counter saturated: events are already pending */
+}
+
+static void
 efd_signal(int fd)
 {
-	uint64_t one = 1;
-
-	if (write(fd, &one, sizeof(one)) != sizeof(one))
-		return;		/* counter saturated: events are already pending */
+	efd_signal_n(fd, 1);
 }
 
 /* Blocks unless the application made the fd non-blocking. */
@@ -44,7 +48,42 @@ efd_wait(int fd)
 	return r == sizeof(v) ? 0 : -1;
 }
 
+/* One token of a fired entry: its writer may not have written it yet
+ * (the write waits for the queue's lock to go), so wait for it even
+ * where the application made the fd non-blocking. */
+static void
+efd_take(int fd)
+{
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	uint64_t v;
+	ssize_t r;
+
+	for (;;) {
+		r = read(fd, &v, sizeof(v));
+		if (r == sizeof(v))
+			return;
+		if (r < 0 && errno == EAGAIN)
+			(void)poll(&pfd, 1, -1);
+		else if (r < 0 && errno != EINTR)
+			return;
+	}
+}
+
 /* ---- completion channels ---- */
+
+#define DV_FIRED_TOKEN ((uintptr_t)1)
+
+static inline struct dv_cq *
+fired_cq(struct dv_cq *e)
+{
+	return (struct dv_cq *)((uintptr_t)e & ~DV_FIRED_TOKEN);
+}
+
+static inline int
+fired_tokened(struct dv_cq *e)
+{
+	return ((uintptr_t)e & DV_FIRED_TOKEN) != 0;
+}
 
 struct ibv_comp_channel *
 ibv_create_comp_channel(struct ibv_context *context)
@@ -99,6 +138,7 @@ dv_cq_notify(void *arg, struct droce_cq *tcq)
 {
 	struct dv_cq *cq = arg;
 	struct dv_channel *c = (struct dv_channel *)cq->ex.channel;
+	int quiet;
 
 	(void)tcq;
 	if (c == NULL)
@@ -113,18 +153,33 @@ dv_cq_notify(void *arg, struct droce_cq *tcq)
 			return;
 		}
 		for (i = 0; i < c->cap; i++)
-			n[i] = c->fired[(c->head + i) % c->cap];
+			n[i] = c->fired[(c->head + i) % c->cap];	/* tags too */
 		free(c->fired);
 		c->fired = n;
 		c->head = 0;
 		c->tail = c->cap;
 		c->cap *= 2;
 	}
-	c->fired[c->tail++ % c->cap] = cq;
+	c->fired[c->tail % c->cap] = cq;
+	__atomic_store_n(&c->tail, c->tail + 1, __ATOMIC_RELEASE);
+	/*
+	 * A thread spinning in ibv_get_cq_event watches the list: it takes
+	 * this entry without a system call on either side. One that stops
+	 * spinning looks at the list after it says so, and we look at the
+	 * spinners after the entry is in: one of us sees the other (both
+	 * fenced), so the entry is never left without a token and without
+	 * a watcher.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	quiet = __atomic_load_n(&c->spinners, __ATOMIC_RELAXED) != 0;
+	if (!quiet)
+		c->fired[(c->tail - 1) % c->cap] = (struct dv_cq *)
+			((uintptr_t)cq | DV_FIRED_TOKEN);
 	pthread_mutex_unlock(&c->lock);
 	/* once the queue's lock is let go: the woken thread's first call,
 	 * ibv_req_notify_cq, takes it */
-	droce_port_signal(cq->ctx->dev->port, cq->q, c->ch.fd);
+	if (!quiet)
+		droce_port_signal(cq->ctx->dev->port, cq->q, c->ch.fd);
 }
 
 /* DROCE_EVENT_SPIN_US, in ns (100 us unless set) */
@@ -171,6 +226,15 @@ fired(struct dv_channel *c)
 		__atomic_load_n(&c->head, __ATOMIC_ACQUIRE);
 }
 
+/* No longer watching: what fires from here on gets a token. The caller
+ * looks at the list next (dv_cq_notify says why the fence). */
+static void
+spin_end(struct dv_channel *c)
+{
+	__atomic_sub_fetch(&c->spinners, 1, __ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 /*
  * A thread about to sleep in ibv_get_cq_event drives its channel's
  * queues itself for a while first (its CPU is free while it waits, as
@@ -190,13 +254,16 @@ event_spin(struct dv_channel *c)
 
 	if (mask == 0 || port == NULL || fired(c) || !dv_fd_blocks(c->ch.fd))
 		return;
+	__atomic_add_fetch(&c->spinners, 1, __ATOMIC_SEQ_CST);
 	t0 = dv_now_ns();
 	for (;;) {
 		for (q = 0; q < nq; q++)
 			if (mask & (1ull << (q % 64)))
 				droce_port_progress(port, q);
-		if (fired(c))
+		if (fired(c)) {
+			spin_end(c);
 			return;
+		}
 		if (budget == 0 ||
 				((++n & 7) == 0 && dv_now_ns() - t0 >= budget))
 			break;
@@ -205,9 +272,46 @@ event_spin(struct dv_channel *c)
 		if ((n & 63) == 0)
 			sched_yield();
 	}
+	spin_end(c);
 	for (q = 0; q < nq; q++)
 		if (mask & (1ull << (q % 64)))
 			droce_port_kick(port, q);
+}
+
+/*
+ * The oldest fired entry, or NULL. An entry without a token (it fired
+ * while a thread spun here) costs no system call; any like it that stay
+ * behind get their tokens now, so that a thread that waits on the fd
+ * (here or in poll) sees them.
+ */
+static struct dv_cq *
+take_fired(struct dv_channel *c)
+{
+	struct dv_cq *e;
+	uint32_t i, untagged = 0;
+
+	pthread_mutex_lock(&c->lock);
+	if (c->head == c->tail) {
+		pthread_mutex_unlock(&c->lock);
+		return NULL;
+	}
+	e = c->fired[c->head % c->cap];
+	__atomic_store_n(&c->head, c->head + 1, __ATOMIC_RELEASE);
+	/* (usually none behind it) */
+	for (i = c->head; i != c->tail; i++) {
+		struct dv_cq **f = &c->fired[i % c->cap];
+
+		if (!fired_tokened(*f)) {
+			*f = (struct dv_cq *)((uintptr_t)*f | DV_FIRED_TOKEN);
+			untagged++;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (fired_tokened(e))
+		efd_take(c->ch.fd);
+	else if (untagged)
+		efd_signal_n(c->ch.fd, untagged);
+	return fired_cq(e);
 }
 
 int
@@ -215,21 +319,24 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 		void **cq_context)
 {
 	struct dv_channel *c = (struct dv_channel *)channel;
+	struct pollfd pfd = { .fd = channel->fd, .events = POLLIN };
 	struct dv_cq *q;
 
 	if (da_attached(channel->context))
 		return da_get_cq_event(c, cq, cq_context);
-	event_spin(c);
-	if (efd_wait(channel->fd) != 0)
-		return -1;
-	pthread_mutex_lock(&c->lock);
-	if (c->head == c->tail) {
-		pthread_mutex_unlock(&c->lock);
-		errno = EAGAIN;
-		return -1;
+	for (;;) {
+		event_spin(c);
+		q = take_fired(c);
+		if (q != NULL)
+			break;
+		if (!dv_fd_blocks(channel->fd)) {
+			errno = EAGAIN;
+			return -1;
+		}
+		/* a token says an entry is in: then take it as above */
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return -1;
 	}
-	q = c->fired[c->head++ % c->cap];
-	pthread_mutex_unlock(&c->lock);
 	pthread_mutex_lock(&q->ex.mutex);
 	q->comp_events_reported++;
 	pthread_mutex_unlock(&q->ex.mutex);

@@ -88,8 +88,13 @@ struct da_wq {
 struct dv_channel {
 	struct ibv_comp_channel ch;
 	pthread_mutex_t lock;
+	/* CQs fired, oldest at head; an entry tagged DV_FIRED_TOKEN has its
+	 * eventfd token written (or about to be): its taker reads one */
 	struct dv_cq **fired;
 	uint32_t head, tail, cap;
+	/* threads watching fired in ibv_get_cq_event (event_spin): what
+	 * fires meanwhile needs no token */
+	uint32_t spinners;
 	uint64_t qmask;			/* queues of its CQs (bit q % 64) */
 	/* attached: the daemon's channel (ch.fd the read end of its pipe,
 	 * put_fd a write end of our own) and the CQs it serves */

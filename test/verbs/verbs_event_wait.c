@@ -30,6 +30,8 @@
 #include <sys/un.h>
 #include <infiniband/verbs.h>
 
+#include "verbs_loop.h"
+
 #define ROUNDS	200
 #define IDLE	24
 #define BUF	4096
@@ -48,62 +50,12 @@ static int passed, failed;
 	printf("\n"); \
 } while (0)
 
-static struct ibv_pd *pd;
 static struct ibv_mr *mr;
 static char *buf;
 static struct ibv_qp *qa, *qb;
 static struct ibv_cq *cqa;
 static volatile pid_t sleeper_tid;
 static volatile int round_go, stop;
-
-static int
-to_rts(struct ibv_qp *qp, uint32_t dqpn)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dqpn;
-	a.rq_psn = 1;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.sgid_index = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	if (ibv_query_gid(qp->context, 1, 1, &a.ah_attr.grh.dgid) ||
-			ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-		return -1;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-		IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-		IBV_QP_MAX_QP_RD_ATOMIC);
-}
-
-static struct ibv_qp *
-make_qp(struct ibv_cq *cq)
-{
-	struct ibv_qp_init_attr ia = {
-		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
-			.max_recv_sge = 1 },
-	};
-
-	return ibv_create_qp(pd, &ia);
-}
 
 /* Whether thread tid sleeps (state S: blocked in the channel's read). */
 static int
@@ -222,9 +174,10 @@ main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	list = ibv_get_device_list(&n);
 	ctx = list && n > 0 ? ibv_open_device(list[0]) : NULL;
-	pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	loop_pd = ctx ? ibv_alloc_pd(ctx) : NULL;
 	buf = aligned_alloc(4096, BUF);
-	mr = pd ? ibv_reg_mr(pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) : NULL;
+	mr = loop_pd ? ibv_reg_mr(loop_pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) :
+		NULL;
 	ch = ctx ? ibv_create_comp_channel(ctx) : NULL;
 	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	cqb = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;
@@ -325,7 +278,7 @@ main(int argc, char **argv)
 	ibv_destroy_cq(cqb);
 	ibv_destroy_comp_channel(ch);
 	ibv_dereg_mr(mr);
-	ibv_dealloc_pd(pd);
+	ibv_dealloc_pd(loop_pd);
 	ibv_close_device(ctx);
 	ibv_free_device_list(list);
 	printf("%d passed, %d failed\n", passed, failed);

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 droce authors
+ */
+
+#ifndef VERBS_LOOP_H
+#define VERBS_LOOP_H
+
+/*
+ * Two RC QPs of one process joined through the port's own address (its
+ * frames loop back inside droce): the set-up the completion channel
+ * tests share. make_qp takes the PD from loop_pd.
+ */
+
+#include <string.h>
+#include <infiniband/verbs.h>
+
+static struct ibv_pd *loop_pd;
+
+static inline int
+to_rts(struct ibv_qp *qp, uint32_t dqpn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dqpn;
+	a.rq_psn = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.sgid_index = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	if (ibv_query_gid(qp->context, 1, 1, &a.ah_attr.grh.dgid) ||
+			ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+		IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static inline struct ibv_qp *
+make_qp(struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+			.max_recv_sge = 1 },
+	};
+
+	return ibv_create_qp(loop_pd, &ia);
+}
+
+#endif /* VERBS_LOOP_H */
