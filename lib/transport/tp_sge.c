@@ -24,6 +24,16 @@ sge_addr(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
 	return tp_sge_addr(dev, pd, s, need, &mr);
 }
 
+/* len bytes at off of it (on demand: only their pages faulted in) */
+static inline __attribute__((always_inline)) uint8_t *
+sge_piece(struct droce_dev *dev, struct droce_pd *pd, const struct ibv_sge *s,
+		unsigned int need, uint64_t off, uint64_t len)
+{
+	struct droce_mr *mr;
+
+	return tp_sge_piece(dev, pd, s, need, off, len, &mr);
+}
+
 int
 tp_sge_check_list(struct droce_dev *dev, struct droce_pd *pd,
 		const struct ibv_sge *sge, uint32_t n, unsigned int need)
@@ -48,7 +58,7 @@ tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
 	if (n == 1) {	/* the common case, without the walk */
 		if (off >= sge->length || len > sge->length - off)
 			return -EMSGSIZE;
-		src = sge_addr(dev, pd, sge, 0);
+		src = sge_piece(dev, pd, sge, 0, off, len);
 		if (src == NULL)
 			return -EPERM;
 		memcpy(dst, src + off, len);
@@ -62,7 +72,7 @@ tp_sge_copy_out(struct droce_dev *dev, struct droce_pd *pd,
 		c = sge[i].length - (uint32_t)off;
 		if (c > len)
 			c = len;
-		src = sge_addr(dev, pd, &sge[i], 0);
+		src = sge_piece(dev, pd, &sge[i], 0, off, c);
 		if (src == NULL)
 			return -EPERM;
 		memcpy(dst, src + off, c);
@@ -91,7 +101,7 @@ tp_sge_spans(struct droce_dev *dev, struct droce_pd *pd,
 		c = sge[i].length - (uint32_t)off;
 		if (c > len)
 			c = len;
-		src = tp_sge_addr(dev, pd, &sge[i], 0, &sp[k].mr);
+		src = tp_sge_piece(dev, pd, &sge[i], 0, off, c, &sp[k].mr);
 		if (src == NULL)
 			return -EPERM;
 		sp[k].addr = src + off;
@@ -126,7 +136,7 @@ sge_walk(struct droce_dev *dev, struct droce_pd *pd,
 		c = sge[i].length - (uint32_t)off;
 		if (c > len)
 			c = len;
-		d = sge_addr(dev, pd, &sge[i], IBV_ACCESS_LOCAL_WRITE);
+		d = sge_piece(dev, pd, &sge[i], IBV_ACCESS_LOCAL_WRITE, off, c);
 		if (d == NULL)
 			return -EPERM;
 		if (*k < max) {

@@ -1168,6 +1168,7 @@ test_odp(void)
 	uint8_t *m = mmap(NULL, 3 * pg, PROT_READ | PROT_WRITE,
 		MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	uint8_t *other = aligned_alloc(4096, 4096);
+	struct ibv_qp *x2 = NULL, *y2 = NULL;
 	struct ibv_mr *r, *imp;
 	struct ibv_sge sg;
 
@@ -1224,9 +1225,39 @@ test_odp(void)
 	/* last: the error leaves x in ERR */
 	CHECK(write8(x, cq, m + pg + 8, r->rkey) == IBV_WC_REM_ACCESS_ERR,
 		"a WRITE into the ODP MR's hole: remote access error, no crash");
+	/* the local side: a WRITE gathered from all three pages, sent a
+	 * frame at a time, each faulting its own pages: the frames of the
+	 * first page go, the hole's is a local protection error */
+	x2 = make_qp(cq, cq, NULL);
+	y2 = make_qp(cq, cq, NULL);
+	if (x2 == NULL || y2 == NULL || to_init(x2) || to_init(y2) ||
+			to_rts(x2, y2->qp_num) || to_rts(y2, x2->qp_num)) {
+		CHECK(0, "odp: second pair: %s", strerror(errno));
+	} else {
+		uint8_t *dst = aligned_alloc(4096, 3 * pg);
+		struct ibv_sge s3 = { .addr = (uintptr_t)m,
+			.length = (uint32_t)(3 * pg), .lkey = r->lkey };
+		struct ibv_send_wr w = { .wr_id = 9, .sg_list = &s3,
+			.num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+
+		w.wr.rdma.remote_addr = (uintptr_t)dst;
+		w.wr.rdma.rkey = imp->rkey;
+		CHECK(dst != NULL && ibv_post_send(x2, &w, &bad) == 0 &&
+			poll_n(cq, &wc, 1, 10000) == 1 && wc.wr_id == 9 &&
+			wc.status == IBV_WC_LOC_PROT_ERR,
+			"a WRITE gathered across the ODP MR's hole: local "
+			"protection error, no crash");
+		free(dst);
+	}
 	CHECK(ibv_dereg_mr(imp) == 0 && ibv_dereg_mr(r) == 0,
 		"ODP MRs deregistered");
 out:
+	if (x2 != NULL)
+		ibv_destroy_qp(x2);
+	if (y2 != NULL)
+		ibv_destroy_qp(y2);
 	ibv_destroy_qp(x);
 	ibv_destroy_qp(y);
 	ibv_destroy_cq(cq);
