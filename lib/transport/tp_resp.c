@@ -104,13 +104,17 @@ hold_for_answer(struct droce_qp *qp)
  * get_srq_wqe copies the WQE too).
  */
 static int
-take_msg_rwqe(struct droce_qp *qp)
+take_msg_rwqe(struct droce_qp *qp, unsigned int f)
 {
 	if (tp_take_rwqe(qp, &qp->rx_wqe) != 0)
 		return -1;
-	memcpy(qp->rx_sges, qp->rx_wqe.sge,
-		qp->rx_wqe.num_sge * sizeof(*qp->rx_sges));
-	qp->rx_wqe.sge = qp->rx_sges;
+	/* a message that ends with this packet is placed and completed
+	 * before any receive can be posted: the slot's SGEs serve */
+	if (!(f & DROCE_OPF_END)) {
+		memcpy(qp->rx_sges, qp->rx_wqe.sge,
+			qp->rx_wqe.num_sge * sizeof(*qp->rx_sges));
+		qp->rx_wqe.sge = qp->rx_sges;
+	}
 	qp->rx_have_wqe = 1;
 	return 0;
 }
@@ -255,7 +259,7 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	int rc;
 
 	if ((f & DROCE_OPF_START) && !qp->rx_have_wqe &&
-			take_msg_rwqe(qp) != 0) {
+			take_msg_rwqe(qp, f) != 0) {
 		no_rwqe(qp, pkt);
 		return -1;
 	}
@@ -363,7 +367,7 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	 * leaves the packet to be retried as if it never came.
 	 */
 	if ((f & DROCE_OPF_IMM) && (f & DROCE_OPF_END) && !qp->rx_have_wqe &&
-			take_msg_rwqe(qp) != 0) {
+			take_msg_rwqe(qp, f) != 0) {
 		no_rwqe(qp, pkt);
 		return -1;
 	}
