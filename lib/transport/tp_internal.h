@@ -740,20 +740,26 @@ int tp_rkey_object(struct droce_qp *qp, uint32_t rkey, unsigned int access,
 /* tp_rkey_resolve for what the inline case leaves: windows, on-demand
  * MRs, keys that name nothing. */
 uint8_t *tp_rkey_resolve_any(struct droce_qp *qp, uint32_t rkey, uint64_t va,
-		uint64_t len, unsigned int access, struct droce_mr **mrp);
+		uint64_t len, uint64_t span, unsigned int access,
+		struct droce_mr **mrp);
 
 /* Resolve [va, va+len) under rkey with access; NULL if not allowed. An
- * rkey naming a pinned MR, the case of nearly every request, inline. */
+ * rkey naming a pinned MR, the case of nearly every request, inline.
+ * span: how far from va the caller goes on in this transport call (the
+ * rest of a message): an on-demand MR faults that in with the piece
+ * where it can (tp_odp_fault_ahead). */
 static inline uint8_t *
-tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
-		unsigned int access, struct droce_mr **mrp)
+tp_rkey_resolve_ahead(struct droce_qp *qp, uint32_t rkey, uint64_t va,
+		uint64_t len, uint64_t span, unsigned int access,
+		struct droce_mr **mrp)
 {
 	struct tp_key *k = tp_key_find(qp->dev, rkey);
 	struct droce_mr *mr = k != NULL ? k->obj : NULL;
 
 	if (k == NULL || k->kind != TP_KEY_MR ||
 			(mr->access & IBV_ACCESS_ON_DEMAND))
-		return tp_rkey_resolve_any(qp, rkey, va, len, access, mrp);
+		return tp_rkey_resolve_any(qp, rkey, va, len, span, access,
+			mrp);
 	if (mr->pd != qp->pd || (mr->access & access) != access)
 		return NULL;
 	/* [va, va+len) inside [iova, iova+len), without overflow */
@@ -762,6 +768,13 @@ tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 	if (mrp != NULL)
 		*mrp = mr;
 	return (uint8_t *)((uintptr_t)mr->base + (va - mr->iova));
+}
+
+static inline uint8_t *
+tp_rkey_resolve(struct droce_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+		unsigned int access, struct droce_mr **mrp)
+{
+	return tp_rkey_resolve_ahead(qp, rkey, va, len, len, access, mrp);
 }
 /* Invalidate the type-2 MW rkey names (check_only: only say whether it
  * could be): 0 or -EINVAL. */
@@ -778,6 +791,13 @@ int tp_sge_room(struct droce_dev *dev, struct droce_pd *pd,
 /* On-demand paging: [addr, addr+len)'s pages faulted in (writable if
  * write) before the data path touches them; 0 or -1 (not mapped). */
 int tp_odp_fault(uintptr_t addr, uint64_t len, unsigned int write);
+/* The same for a piece of a longer range, [addr, addr+span) (the rest of
+ * an SGE): faulted with it where it can be, and then pieces of it in the
+ * same transport call need no system call. */
+int tp_odp_fault_ahead(uintptr_t addr, uint64_t len, uint64_t span,
+		unsigned int write);
+/* A transport call (receive burst, progress) begins on this thread. */
+void tp_odp_new_call(void);
 
 /* The memory of one SGE, checked against its lkey for need, where the
  * caller touches len bytes at off (checked against the SGE before): NULL
@@ -802,11 +822,12 @@ tp_sge_piece(struct droce_dev *dev, struct droce_pd *pd,
 	if (s->length > mr->len || a > mr->len - s->length)
 		return NULL;
 	/* on demand: the pages of the piece about to be touched, as a
-	 * NIC's fault takes them (a 64 KB SGE sent in 1 KB frames faulted
-	 * whole for each cost 64 times the page walks) */
+	 * NIC's fault takes them, and the rest of the SGE with them for
+	 * the next frames of this call (a 64 KB SGE sent in 1 KB frames
+	 * faulted whole for each cost 64 times the page walks) */
 	if ((mr->access & IBV_ACCESS_ON_DEMAND) && len != 0 &&
-			tp_odp_fault((uintptr_t)mr->base + a + off, len,
-			need & IBV_ACCESS_LOCAL_WRITE) != 0)
+			tp_odp_fault_ahead((uintptr_t)mr->base + a + off, len,
+			s->length - off, need & IBV_ACCESS_LOCAL_WRITE) != 0)
 		return NULL;
 	return (uint8_t *)((uintptr_t)mr->base + a);
 }

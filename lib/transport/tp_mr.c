@@ -142,6 +142,45 @@ tp_odp_fault(uintptr_t addr, uint64_t len, unsigned int write)
 	return range_mapped(start, end, pg) ? 0 : -1;
 }
 
+/*
+ * What this thread faulted in during the transport call it is in: a
+ * piece of an SGE faults the rest of the SGE with it, and the next
+ * frames of the message, built in the same call, find their pages in
+ * without a system call each. A new call (tp_odp_new_call) forgets it:
+ * the application may unmap its memory between two calls as between
+ * two frames, and an access then fails as it must.
+ */
+static __thread struct {
+	uintptr_t lo, hi;
+	unsigned int write;
+} odp_win;
+
+void
+tp_odp_new_call(void)
+{
+	odp_win.hi = 0;
+}
+
+int
+tp_odp_fault_ahead(uintptr_t addr, uint64_t len, uint64_t span,
+		unsigned int write)
+{
+	if (addr >= odp_win.lo && addr + len <= odp_win.hi &&
+			(odp_win.write || !write))
+		return 0;
+	/* the rest may have a hole the piece does not reach: then the
+	 * piece alone */
+	if (span <= len || tp_odp_fault(addr, span, write) != 0) {
+		if (tp_odp_fault(addr, len, write) != 0)
+			return -1;
+		span = len;
+	}
+	odp_win.lo = addr;
+	odp_win.hi = addr + span;
+	odp_win.write = write;
+	return 0;
+}
+
 int
 droce_mr_advise(struct droce_pd *pd, uint32_t lkey, uint64_t addr,
 		uint32_t len, int write)
@@ -616,7 +655,8 @@ tp_rkey_object(struct droce_qp *qp, uint32_t rkey, unsigned int access,
 
 uint8_t *
 tp_rkey_resolve_any(struct droce_qp *qp, uint32_t rkey, uint64_t va,
-		uint64_t len, unsigned int access, struct droce_mr **mrp)
+		uint64_t len, uint64_t span, unsigned int access,
+		struct droce_mr **mrp)
 {
 	struct droce_mr *owner;
 	uint8_t *base;
@@ -627,9 +667,12 @@ tp_rkey_resolve_any(struct droce_qp *qp, uint32_t rkey, uint64_t va,
 	/* [va, va+len) inside [iova, iova+mlen), without overflow */
 	if (va < iova || len > mlen || va - iova > mlen - len)
 		return NULL;
+	/* the span, where it runs past the piece, inside the range too */
+	if (span > len && span - len > mlen - (va - iova) - len)
+		span = len;
 	if ((owner->access & IBV_ACCESS_ON_DEMAND) && len != 0 &&
-			tp_odp_fault((uintptr_t)base + (va - iova), len,
-			access & (IBV_ACCESS_REMOTE_WRITE |
+			tp_odp_fault_ahead((uintptr_t)base + (va - iova), len,
+			span, access & (IBV_ACCESS_REMOTE_WRITE |
 			IBV_ACCESS_REMOTE_ATOMIC)) != 0)
 		return NULL;
 	if (mrp != NULL)

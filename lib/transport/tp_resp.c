@@ -337,12 +337,13 @@ write_target(struct droce_qp *qp, const struct droce_pkt *pkt)
  * say, may unmap the memory once no pass holds a lookup).
  */
 static uint8_t *
-write_dst(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
+write_dst(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f,
+		uint64_t left)
 {
 	if (f & DROCE_OPF_START)
 		return qp->rx_write_base;
-	return tp_rkey_resolve(qp, qp->rx_write_rkey,
-		qp->rx_write_va + qp->rx_off, pkt->payload_len,
+	return tp_rkey_resolve_ahead(qp, qp->rx_write_rkey,
+		qp->rx_write_va + qp->rx_off, pkt->payload_len, left,
 		IBV_ACCESS_REMOTE_WRITE, NULL);
 }
 
@@ -377,7 +378,7 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		qp->rx_off = 0;
 	}
 	if (pkt->payload_len) {
-		uint8_t *dst = write_dst(qp, pkt, f);
+		uint8_t *dst = write_dst(qp, pkt, f, left);
 
 		if (dst == NULL) {
 			reject(qp, pkt, DROCE_AETH_NAK_REM_ACC,

@@ -122,8 +122,9 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		plen = r->end - r->sent > qp->mtu ? qp->mtu : r->end - r->sent;
 		/* the key's memory now, not when the READ came: it may
 		 * have gone since */
-		if (plen && (src = tp_rkey_resolve(qp, r->rkey, r->va + r->sent,
-				plen, IBV_ACCESS_REMOTE_READ, NULL)) == NULL) {
+		if (plen && (src = tp_rkey_resolve_ahead(qp, r->rkey,
+				r->va + r->sent, plen, r->end - r->sent,
+				IBV_ACCESS_REMOTE_READ, NULL)) == NULL) {
 			read_memory_gone(qp, r);
 			return 0;
 		}
