@@ -1211,6 +1211,50 @@ test_odp(void)
 	CHECK(write8(x, cq, other + 64, imp->rkey) == IBV_WC_SUCCESS &&
 		memcmp(other + 64, "IMPLICIT", 8) == 0,
 		"a WRITE through the implicit MR's rkey lands in any buffer");
+	/* 64 KB through the implicit MR, from and to pages never touched:
+	 * a WRITE, then a READ back, many frames each (the rest of the
+	 * message faulted in with its first piece) */
+	{
+		size_t big = 65536;
+		uint8_t *a = mmap(NULL, big, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *b = mmap(NULL, big, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		uint8_t *c = mmap(NULL, big, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct ibv_sge s = { .length = (uint32_t)big,
+			.lkey = imp->lkey };
+		struct ibv_send_wr w = { .wr_id = 11, .sg_list = &s,
+			.num_sge = 1, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+		size_t i;
+		int ok = a != MAP_FAILED && b != MAP_FAILED && c != MAP_FAILED;
+
+		for (i = 0; ok && i < big; i += pg)
+			a[i + (i / pg) % 64] = (uint8_t)(i / pg + 1);
+		/* a's pages touched by the fill; b and c not at all */
+		s.addr = (uintptr_t)a;
+		w.opcode = IBV_WR_RDMA_WRITE;
+		w.wr.rdma.remote_addr = (uintptr_t)b;
+		w.wr.rdma.rkey = imp->rkey;
+		ok = ok && ibv_post_send(x, &w, &bad) == 0 &&
+			poll_n(cq, &wc, 1, 10000) == 1 &&
+			wc.status == IBV_WC_SUCCESS && memcmp(a, b, big) == 0;
+		s.addr = (uintptr_t)c;
+		w.opcode = IBV_WR_RDMA_READ;
+		w.wr.rdma.remote_addr = (uintptr_t)b;
+		ok = ok && ibv_post_send(x, &w, &bad) == 0 &&
+			poll_n(cq, &wc, 1, 10000) == 1 &&
+			wc.status == IBV_WC_SUCCESS && memcmp(a, c, big) == 0;
+		CHECK(ok, "64 KB WRITE and READ through implicit ODP, "
+			"untouched pages on both ends: every byte");
+		if (a != MAP_FAILED)
+			munmap(a, big);
+		if (b != MAP_FAILED)
+			munmap(b, big);
+		if (c != MAP_FAILED)
+			munmap(c, big);
+	}
 	sg = (struct ibv_sge){ .addr = (uintptr_t)m, .length = (uint32_t)pg,
 		.lkey = r->lkey };
 	CHECK(ibv_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
