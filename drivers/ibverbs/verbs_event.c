@@ -152,8 +152,9 @@ dv_cq_notify(void *arg, struct droce_cq *tcq)
 			pthread_mutex_unlock(&c->lock);
 			return;
 		}
+		/* (tags and all) */
 		for (i = 0; i < c->cap; i++)
-			n[i] = c->fired[(c->head + i) % c->cap];	/* tags too */
+			n[i] = c->fired[(c->head + i) % c->cap];
 		free(c->fired);
 		c->fired = n;
 		c->head = 0;

@@ -319,7 +319,7 @@ struct droce_qp {
 	struct droce_cq *scq, *rcq;
 	struct droce_srq *srq;
 	int sq_sig_all;
-	int post_rc;	/* RC, not XRC: a WR of the common shape posts fast */
+	int post_rc;	/* RC, not XRC: common WRs post fast */
 	struct ibv_qp_cap cap;
 
 	/* attributes */

@@ -116,7 +116,8 @@ fast_shape(const struct droce_qp *qp, const struct ibv_send_wr *wr)
 		return ((FAST_OUT >> op) & 1) && len <= qp->sq.max_inline;
 	if (len > qp->dev->lim.max_msg_sz)
 		return false;
-	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD || op == IBV_WR_ATOMIC_CMP_AND_SWP)
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+			op == IBV_WR_ATOMIC_CMP_AND_SWP)
 		return !(wr->wr.atomic.remote_addr & 7) && len == 8;
 	return true;
 }

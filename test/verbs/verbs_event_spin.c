@@ -107,8 +107,8 @@ helper(void *arg)
 		}
 		done = r;
 		usleep(2000);	/* the waiter is spinning by now */
-		if (send_one(qa1, (uint64_t)r) != 0 ||
-				(job_qps == 2 && send_one(qa2, (uint64_t)r) != 0)) {
+		if (send_one(qa1, (uint64_t)r) != 0 || (job_qps == 2 &&
+				send_one(qa2, (uint64_t)r) != 0)) {
 			stop = 1;
 			break;
 		}
