@@ -36,20 +36,6 @@
 #define IDLE	24
 #define BUF	4096
 
-static int passed, failed;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { \
-		passed++; \
-		printf("ok: "); \
-	} else { \
-		failed++; \
-		printf("FAIL (%s:%d): ", __FILE__, __LINE__); \
-	} \
-	printf(__VA_ARGS__); \
-	printf("\n"); \
-} while (0)
-
 static struct ibv_mr *mr;
 static char *buf;
 static struct ibv_qp *qa, *qb;

@@ -6,13 +6,29 @@
 #define VERBS_LOOP_H
 
 /*
- * Two RC QPs of one process joined through the port's own address (its
- * frames loop back inside droce): the set-up the completion channel
- * tests share. make_qp takes the PD from loop_pd.
+ * What the completion channel tests share: their checks (an "ok:" or
+ * "FAIL" line each, counted) and two RC QPs of one process joined
+ * through the port's own address (its frames loop back inside droce).
+ * make_qp takes the PD from loop_pd.
  */
 
+#include <stdio.h>
 #include <string.h>
 #include <infiniband/verbs.h>
+
+static int passed, failed;
+
+#define CHECK(cond, ...) do { \
+	if (cond) { \
+		passed++; \
+		printf("ok: "); \
+	} else { \
+		failed++; \
+		printf("FAIL (%s:%d): ", __FILE__, __LINE__); \
+	} \
+	printf(__VA_ARGS__); \
+	printf("\n"); \
+} while (0)
 
 static struct ibv_pd *loop_pd;
 
