@@ -670,6 +670,9 @@ struct droce_dev {
 	uint32_t *qpn_gen;		/* each slot's */
 	uint32_t *qpn_next;		/* each queue's next slot to try */
 	uint32_t nb_qp, nb_cq, nb_pd, nb_mr, nb_mw, nb_srq, nb_ah;
+	/* an on-demand MR was ever registered: the transport's calls start
+	 * a new ODP window (tp_odp_new_call); others skip it */
+	int odp_seen;
 	struct droce_tp_queue *queues;
 	/* the valid entries of conf.gids, packed, as two words each:
 	 * receive filtering */

@@ -205,6 +205,10 @@ mr_set(struct droce_mr *mr, struct droce_pd *pd, void *host,
 		uint64_t local_va, uint64_t len, uint64_t iova,
 		unsigned int access, uint32_t key)
 {
+	/* before the MR can be reached: the transport calls from here on
+	 * look after their ODP window (tp_odp_new_call) */
+	if (access & IBV_ACCESS_ON_DEMAND)
+		__atomic_store_n(&pd->dev->odp_seen, 1, __ATOMIC_RELEASE);
 	mr->pd = pd;
 	mr->base = host;
 	mr->local_va = local_va;

@@ -197,7 +197,8 @@ droce_tp_rx_burst(struct droce_tp_queue *q, const uint8_t *const *frames,
 	uint32_t i;
 
 	q->now = now_ns;
-	tp_odp_new_call();
+	if (__atomic_load_n(&q->dev->odp_seen, __ATOMIC_ACQUIRE))
+		tp_odp_new_call();
 	for (i = 0; i < n; i++)
 		rx_one(q, frames[i], lens[i]);
 	return n;
@@ -251,7 +252,8 @@ droce_tp_progress(struct droce_tp_queue *q, uint64_t now_ns, uint32_t budget)
 
 	q->now = now_ns;
 	q->tx_budget = budget;
-	tp_odp_new_call();
+	if (__atomic_load_n(&q->dev->odp_seen, __ATOMIC_ACQUIRE))
+		tp_odp_new_call();
 	for (i = 0; i < q->nb_qps; i++)
 		tp_req_timers(q->qps[i], now_ns);
 	/* responses (READ/atomic data, ACKs) first, then requests */
