@@ -44,19 +44,7 @@
 
 #include <infiniband/verbs.h>
 
-static int failed, passed;
-
-#define CHECK(cond, ...) do { \
-	if (cond) { \
-		passed++; \
-		printf("ok: "); \
-	} else { \
-		failed++; \
-		printf("FAIL (%s:%d): ", __FILE__, __LINE__); \
-	} \
-	printf(__VA_ARGS__); \
-	printf("\n"); \
-} while (0)
+#include "verbs_check.h"
 
 #define BUF 65536
 

@@ -6,29 +6,16 @@
 #define VERBS_LOOP_H
 
 /*
- * What the completion channel tests share: their checks (an "ok:" or
- * "FAIL" line each, counted) and two RC QPs of one process joined
- * through the port's own address (its frames loop back inside droce).
- * make_qp takes the PD from loop_pd.
+ * What the completion channel tests share: their checks and two RC QPs
+ * of one process joined through the port's own address (its frames loop
+ * back inside droce). make_qp takes the PD from loop_pd.
  */
 
-#include <stdio.h>
 #include <string.h>
 #include <infiniband/verbs.h>
 
-static int passed, failed;
+#include "verbs_check.h"
 
-#define CHECK(cond, ...) do { \
-	if (cond) { \
-		passed++; \
-		printf("ok: "); \
-	} else { \
-		failed++; \
-		printf("FAIL (%s:%d): ", __FILE__, __LINE__); \
-	} \
-	printf(__VA_ARGS__); \
-	printf("\n"); \
-} while (0)
 
 static struct ibv_pd *loop_pd;
 
