@@ -256,6 +256,10 @@ event_spin(struct dv_channel *c)
 	if (mask == 0 || port == NULL || fired(c) || !dv_fd_blocks(c->ch.fd))
 		return;
 	__atomic_add_fetch(&c->spinners, 1, __ATOMIC_SEQ_CST);
+	/* awake: the progress thread keeps off these queues till we sleep */
+	for (q = 0; q < nq; q++)
+		if (mask & (1ull << (q % 64)))
+			droce_port_spinning(port, q, 1);
 	t0 = dv_now_ns();
 	for (;;) {
 		for (q = 0; q < nq; q++)
@@ -276,7 +280,7 @@ event_spin(struct dv_channel *c)
 	spin_end(c);
 	for (q = 0; q < nq; q++)
 		if (mask & (1ull << (q % 64)))
-			droce_port_kick(port, q);
+			droce_port_spinning(port, q, 0);
 }
 
 /*

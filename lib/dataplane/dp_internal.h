@@ -106,6 +106,9 @@ struct dp_queue {
 	/* the last arm of a CQ of the queue (droce_port_armed): the thread
 	 * serves the queue without naps for DP_ARMED_SPIN_MS after it */
 	volatile uint64_t armed_tsc;
+	/* its owner waits for completion events awake (spinning in
+	 * ibv_get_cq_event, or between two waits): droce_port_spinning */
+	volatile int owner_spins;
 	uint64_t armed_passes;		/* passes the thread spun for one */
 	uint64_t awaited_naps;		/* naps while one was awaited */
 	/* eventfds to signal once the lock is let go (droce_port_signal) */

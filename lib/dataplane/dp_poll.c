@@ -361,9 +361,11 @@ droce_port_progress(struct droce_port *p, uint32_t qi)
 	struct dp_queue *q = &p->q[qi];
 	int work;
 
+	/* here to drive it even when the thread holds it: the thread
+	 * leaves it to us from its next pass */
+	q->app_poll_tsc = rte_rdtsc();
 	if (!queue_trylock(q))
 		return 0;
-	q->app_poll_tsc = rte_rdtsc();
 	work = queue_poll(q, q->app_poll_tsc);
 	queue_unlock(q);
 	return work;
@@ -501,11 +503,27 @@ droce_port_kick(struct droce_port *p, uint32_t q)
 		return;		/* already signalled */
 }
 
+/*
+ * An arm from an owner that waits awake (droce_port_spinning) does not
+ * wake a napping thread: the owner drives the queue, and a wake-up per
+ * event would cost this VM's CPUs 20-40 us each. Should it sleep
+ * elsewhere instead (in poll() on the channel's fd), the thread's nap
+ * beside it is short (DP_SPUN_NAP_MAX_US).
+ */
 void
 droce_port_armed(struct droce_port *p, uint32_t q)
 {
 	p->q[q].armed_tsc = rte_rdtsc();
-	droce_port_kick(p, q);
+	if (!p->q[q].owner_spins)
+		droce_port_kick(p, q);
+}
+
+void
+droce_port_spinning(struct droce_port *p, uint32_t q, int on)
+{
+	p->q[q].owner_spins = on;
+	if (!on)
+		droce_port_kick(p, q);	/* ours at once: it sleeps */
 }
 
 static int
@@ -555,7 +573,7 @@ count_awaited_naps(struct droce_port *p, uint64_t nap_tsc)
 	uint32_t i;
 
 	for (i = 0; i < p->nb_queues; i++)
-		if (awaited_hint(p, &p->q[i], tsc) &&
+		if (awaited_hint(p, &p->q[i], tsc) && !p->q[i].owner_spins &&
 				p->q[i].armed_tsc < nap_tsc)
 			p->q[i].awaited_naps++;
 }
@@ -621,9 +639,12 @@ thread_sleep(struct droce_port *p, uint32_t us)
  */
 #define DP_DRIVE_NAP_MIN_US	50
 #define DP_DRIVE_NAP_MAX_US	4000
+/* beside a thread spinning in ibv_get_cq_event: the most an owner that
+ * armed after a served spin and then slept in poll() waits for us */
+#define DP_SPUN_NAP_MAX_US	1000
 
 static void
-drive_nap(struct droce_port *p, uint32_t *nap)
+drive_nap(struct droce_port *p, uint32_t *nap, uint32_t max)
 {
 	if (p->spare_cpu) {
 		thread_sleep(p, 5);
@@ -636,7 +657,7 @@ drive_nap(struct droce_port *p, uint32_t *nap)
 		p->long_nap = 0;
 		*nap = DP_DRIVE_NAP_MIN_US;
 	}
-	thread_sleep(p, *nap);
+	thread_sleep(p, RTE_MIN(*nap, max));
 	p->long_nap = 0;
 	if (take_handoffs(p))
 		*nap = DP_DRIVE_NAP_MIN_US;
@@ -709,6 +730,15 @@ queue_awaited(struct droce_port *p, struct dp_queue *q, uint64_t tsc,
 	return 1;
 }
 
+/* Whether an owner waiting awake drives the queue: it polled it lately
+ * (spinning in ibv_get_cq_event, or polling the CQ and posting between
+ * two waits). */
+static inline int
+spin_driven(const struct dp_queue *q, uint64_t tsc, uint64_t window)
+{
+	return q->owner_spins && dp_since(tsc, q->app_poll_tsc) < window;
+}
+
 /*
  * The background progress thread: spins while there is work, then backs
  * off in growing sleeps (up to 1 ms) so that it does not take a core
@@ -740,7 +770,7 @@ progress_thread(void *arg)
 
 	while (!p->stop) {
 		int work = 0, busy = 0, awaited = 0;
-		uint32_t app_driven = 0, app_recent = 0, idle_us;
+		uint32_t app_driven = 0, app_recent = 0, spun = 0, idle_us;
 		uint64_t due = UINT64_MAX;
 		uint64_t tsc = rte_rdtsc();
 		uint64_t now = dp_tsc_ns(tsc);
@@ -781,6 +811,14 @@ progress_thread(void *arg)
 				q->kicked = 0;
 				q->app_poll_tsc = 0;	/* it waits for us now */
 				busy = 1;
+			} else if (aw && spin_driven(q, tsc, app_short_window)) {
+				/* its owner spins in ibv_get_cq_event: one
+				 * busy thread for the queue, not two, as
+				 * beside a polling application; its spin's
+				 * end kicks us */
+				app_driven++;
+				spun++;
+				continue;
 			} else if (!aw &&
 					dp_since(tsc, q->app_poll_tsc) < app_window) {
 				app_driven++;
@@ -788,7 +826,14 @@ progress_thread(void *arg)
 			}
 			if (queue_trylock(q)) {
 				uint64_t wakeups = droce_tp_queue_wakeups(q->tq);
-				int w = queue_poll(q, tsc);
+				int w;
+
+				/* an owner that waited awake stopped driving it
+				 * (preempted, or asleep in poll()): ours, and
+				 * its arms kick again */
+				if (aw && q->owner_spins && q->app_poll_tsc)
+					q->owner_spins = 0;
+				w = queue_poll(q, tsc);
 
 				/* a pass that did work is looked at again
 				 * anyway: no need to ask the transport */
@@ -797,6 +842,9 @@ progress_thread(void *arg)
 					busy |= queue_busy(q, now, &due);
 				awaited |= queue_awaited(p, q, tsc, wakeups);
 				queue_unlock(q);
+			} else if (q->owner_spins) {
+				app_driven++;	/* its owner drives it */
+				spun++;
 			} else {
 				busy = 1;	/* an application polls it */
 			}
@@ -835,11 +883,14 @@ progress_thread(void *arg)
 			 * the delay before the thread takes a handed-off
 			 * queue, and costs no application a core) */
 			last_work = now;	/* not idle: it has traffic */
-			drive_nap(p, &nap);
+			drive_nap(p, &nap, spun ? DP_SPUN_NAP_MAX_US :
+				DP_DRIVE_NAP_MAX_US);
 			continue;
 		}
 		nap = DP_DRIVE_NAP_MIN_US;
 		idle_us = idle_nap_us(now, now - last_work, due);
+		if (spun && idle_us > DP_SPUN_NAP_MAX_US)
+			idle_us = DP_SPUN_NAP_MAX_US;
 		if (idle_us != 0)
 			thread_sleep(p, idle_us);
 	}

@@ -236,6 +236,17 @@ void droce_port_kick(struct droce_port *port, uint32_t q);
  */
 void droce_port_armed(struct droce_port *port, uint32_t q);
 
+/**
+ * The owner of queue q waits for completion events awake (on): it drives
+ * the queue itself (ibv_get_cq_event's spin) and, having got its event,
+ * polls the CQ, posts and arms again before the next spin. The thread
+ * keeps off the queue as beside a polling application, unless the owner
+ * stops driving it for 20 us (preempted, or asleep elsewhere), and its
+ * arms do not wake the thread. Off: the owner goes to sleep on the
+ * channel; the thread takes the queue at once.
+ */
+void droce_port_spinning(struct droce_port *port, uint32_t q, int on);
+
 /** Where a pass over a queue calls the hooks. */
 enum droce_hook_phase {
 	DROCE_HOOK_BEFORE = 0,	/**< before receiving: new work from outside */

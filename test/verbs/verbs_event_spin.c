@@ -14,7 +14,11 @@
  *  - a non-blocking fd with nothing fired: EAGAIN at once; then an event
  *    seen by poll() first;
  *  - a program that waits in poll() before each ibv_get_cq_event gets
- *    every event.
+ *    every event;
+ *  - one that alternates: an event its spin got, then an arm and a wait
+ *    in poll() while the sender stays off the queue. The arm after a
+ *    served spin does not wake the progress thread (the spinner drives
+ *    the queue), which must still take it and deliver the event.
  * Functional: nothing here is timed.
  */
 
@@ -39,8 +43,10 @@ static struct ibv_qp *qa1, *qa2, *qb1, *qb2;
 static struct ibv_cq *cqa, *cq1, *cq2;
 static struct ibv_comp_channel *ch;
 /* the helper's job: after round `job_round` is set, send on `job_qps`
- * QPs (1: qa1, 2: qa1 and qa2) 2 ms later */
-static volatile int job_round, job_qps, stop;
+ * QPs (1: qa1, 2: qa1 and qa2) 2 ms later; for round `job_hold`, reap
+ * its completions (which drives the queue) only once the waiter clears
+ * it */
+static volatile int job_round, job_qps, job_hold, stop;
 
 static int
 send_one(struct ibv_qp *qp, uint64_t id)
@@ -98,6 +104,9 @@ helper(void *arg)
 			stop = 1;
 			break;
 		}
+		while (__atomic_load_n(&job_hold, __ATOMIC_ACQUIRE) == r &&
+				!stop)
+			usleep(100);
 		reap(job_qps);
 	}
 	return NULL;
@@ -246,6 +255,29 @@ main(void)
 	}
 	CHECK(good == ROUNDS, "%d of %d events through poll(), then "
 		"ibv_get_cq_event", good, ROUNDS);
+
+	/* a spin that gets its event, then a wait in poll() that only the
+	 * progress thread can end (the sender holds its reap) */
+	good = 0;
+	for (r = 0; r < ROUNDS && !stop; r++) {
+		if (recv_one(qb1, r, 1024) || ibv_req_notify_cq(cq1, 0))
+			break;
+		job(++round, 1);
+		x = event();
+		if (x != cq1 || !received(cq1) || recv_one(qb1, r, 1024) ||
+				ibv_req_notify_cq(cq1, 0))
+			break;
+		__atomic_store_n(&job_hold, ++round, __ATOMIC_RELEASE);
+		job(round, 1);
+		n = fd_readable(10000);
+		__atomic_store_n(&job_hold, 0, __ATOMIC_RELEASE);
+		if (!n)
+			break;
+		x = event();
+		good += x == cq1 && received(cq1) && !fd_readable(0);
+	}
+	CHECK(good == ROUNDS, "%d of %d events: the spin's, then the progress "
+		"thread's to a sleeper in poll()", good, ROUNDS);
 
 	stop = 1;
 	pthread_join(t, NULL);
