@@ -179,6 +179,7 @@ struct droce_port {
 	/* DP_ARMED_SPIN_MS in TSC cycles (set by the progress thread) */
 	uint64_t armed_cycles;
 	uint64_t away_cycles;		/* what counts as away (20 us) */
+	uint64_t spun_cycles;		/* DP_SPUN_NAP_MAX_US */
 	uint64_t recent_cycles;		/* a latency loop's memory (2 ms) */
 	/* the owner's code in each pass (droce_port_set_hooks) */
 	struct droce_port_hooks hooks;

@@ -766,6 +766,7 @@ progress_thread(void *arg)
 	p->away_cycles = app_short_window;
 	app_recent_window = rte_get_tsc_hz() / 500;	/* 2 ms */
 	p->armed_cycles = rte_get_tsc_hz() / 1000 * DP_ARMED_SPIN_MS;
+	p->spun_cycles = rte_get_tsc_hz() / 1000000 * DP_SPUN_NAP_MAX_US;
 	p->recent_cycles = app_recent_window;
 
 	while (!p->stop) {
@@ -828,10 +829,13 @@ progress_thread(void *arg)
 				uint64_t wakeups = droce_tp_queue_wakeups(q->tq);
 				int w;
 
-				/* an owner that waited awake stopped driving it
-				 * (preempted, or asleep in poll()): ours, and
-				 * its arms kick again */
-				if (aw && q->owner_spins && q->app_poll_tsc)
+				/* an owner that waited awake stopped driving
+				 * it: ours while it is away (preempted), and
+				 * after as long as our naps beside it last
+				 * (asleep in poll(), say) its arms kick again */
+				if (aw && q->owner_spins && q->app_poll_tsc &&
+						dp_since(tsc, q->app_poll_tsc) >=
+						p->spun_cycles)
 					q->owner_spins = 0;
 				w = queue_poll(q, tsc);
 
