@@ -424,9 +424,9 @@ da_get_cq_event(struct dv_channel *ch, struct ibv_cq **cqp, void **cq_ctx)
 	for (;;) {
 		if (da_dead(a))
 			break;
-		do {
-			r = read(ch->ch.fd, &b, 1);
-		} while (r < 0 && errno == EINTR);
+		/* EINTR as rdma-core's read(): a handler without SA_RESTART
+		 * ends the wait (the kernel restarts the others) */
+		r = read(ch->ch.fd, &b, 1);
 		if (r != 1)
 			return -1;	/* EAGAIN: non-blocking, none */
 		if (da_dead(a))

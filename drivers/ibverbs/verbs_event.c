@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <time.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,6 +221,30 @@ dv_fd_blocks(int fd)
 	return fl >= 0 && !(fl & O_NONBLOCK);
 }
 
+/*
+ * Whether a wait a signal interrupted ends with EINTR, as rdma-core's
+ * read() of the channel does unless the handler asked for a restart
+ * (SA_RESTART): qperf ends its timed tests so (SIGALRM, no SA_RESTART).
+ * poll() is never restarted, and which signal came is not known here:
+ * EINTR when any handler the process installed lacks SA_RESTART, a
+ * restart when all have it (signal()'s handlers). Only after an EINTR.
+ */
+static int
+eintr_ends_wait(void)
+{
+	struct sigaction sa;
+	int sig, e = errno, ends = 0;
+
+	for (sig = 1; sig < NSIG && !ends; sig++)
+		if (sigaction(sig, NULL, &sa) == 0 &&
+				sa.sa_handler != SIG_DFL &&
+				sa.sa_handler != SIG_IGN &&
+				!(sa.sa_flags & SA_RESTART))
+			ends = 1;
+	errno = e;
+	return ends;
+}
+
 static int
 fired(struct dv_channel *c)
 {
@@ -339,7 +364,8 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq,
 			return -1;
 		}
 		/* a token says an entry is in: then take it as above */
-		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+		if (poll(&pfd, 1, -1) < 0 &&
+				(errno != EINTR || eintr_ends_wait()))
 			return -1;
 	}
 	pthread_mutex_lock(&q->ex.mutex);

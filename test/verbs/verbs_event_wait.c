@@ -16,11 +16,17 @@
  * (its state in /proc), then A sends. Attached to a droced in idle mode
  * (droced:TELEMETRY-SOCKET), the same rounds, and droced's count of the
  * naps it skipped for the session's armed channel grows.
+ *
+ * Then signals, as rdma-core's read() of the channel takes them: one
+ * whose handler has no SA_RESTART ends the wait with EINTR (qperf ends
+ * its timed tests so); with SA_RESTART the wait goes on and gets the
+ * event that comes after.
  */
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,6 +101,85 @@ sender(void *arg)
 			stop = 1;
 	}
 	return NULL;
+}
+
+static volatile int sig_count, waiter_back;
+static pthread_t sleeper;
+
+static void
+on_signal(int s)
+{
+	(void)s;
+	sig_count++;
+}
+
+/* Wait till the sleeper blocks (a few tries: a scheduler may show it
+ * running for a moment after it blocked). */
+static void
+until_asleep(void)
+{
+	int spins = 0;
+
+	while (!asleep(sleeper_tid) && spins++ < 20000)
+		usleep(50);
+}
+
+/* Signal the sleeper once it blocks; with arg, send once it blocks again
+ * after the handler ran. Without, send anyway if the wait goes on 10 s
+ * after the signal (it should have ended: then it ends with the event). */
+static void *
+signaller(void *arg)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)buf, .length = 64,
+		.lkey = mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 7, .sg_list = &s, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+	int before = sig_count, got = 0, spins = 0;
+
+	until_asleep();
+	pthread_kill(sleeper, SIGUSR1);
+	if (arg == NULL) {
+		while (!waiter_back && spins++ < 200000)
+			usleep(50);
+		if (waiter_back)
+			return NULL;
+	} else {
+		while (sig_count == before && spins++ < 200000)
+			usleep(50);
+		until_asleep();
+	}
+	if (ibv_post_send(qa, &w, &bad) != 0)
+		return NULL;
+	while (got == 0)
+		got = ibv_poll_cq(cqa, 1, &wc);
+	return NULL;
+}
+
+/* One wait with SIGUSR1's handler installed with flags. */
+static int
+wait_signalled(struct ibv_comp_channel *ch, struct ibv_cq *cqb, int flags,
+		int send, struct ibv_cq **got)
+{
+	struct sigaction sa = { .sa_handler = on_signal, .sa_flags = flags };
+	void *ectx;
+	pthread_t t;
+	int rc, e;
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGUSR1, &sa, NULL);
+	*got = NULL;
+	waiter_back = 0;
+	if (ibv_req_notify_cq(cqb, 0) != 0 ||
+			pthread_create(&t, NULL, signaller, send ? &sa : NULL))
+		return -2;
+	rc = ibv_get_cq_event(ch, got, &ectx);
+	e = errno;
+	waiter_back = 1;
+	pthread_join(t, NULL);
+	signal(SIGUSR1, SIG_DFL);
+	errno = e;
+	return rc;
 }
 
 /* Counter name in the answer to cmd on a telemetry socket; -1 if none. */
@@ -252,6 +337,38 @@ main(int argc, char **argv)
 			"queue (%" PRId64 " passes)", passes - passes0);
 		CHECK(naps == naps0, "and never napped while it was awaited "
 			"(%" PRId64 " naps)", naps - naps0);
+	}
+
+	/* signals: EINTR without SA_RESTART, the event with it */
+	if (!stop) {
+		struct ibv_sge s = { .addr = (uintptr_t)buf + 1024,
+			.length = 64, .lkey = mr->lkey };
+		struct ibv_recv_wr w[2] = {
+			{ .wr_id = 98, .sg_list = &s, .num_sge = 1,
+				.next = &w[1] },
+			{ .wr_id = 99, .sg_list = &s, .num_sge = 1 } }, *bad;
+		struct ibv_cq *ecq;
+		struct ibv_wc wc;
+		int rc, got = 0, sigs;
+
+		sleeper = pthread_self();
+		ibv_post_recv(qb, w, &bad);
+		errno = 0;
+		rc = wait_signalled(ch, cqb, 0, 0, &ecq);
+		if (rc == 0)	/* the send after 10 s ended it */
+			ibv_ack_cq_events(ecq, 1);
+		CHECK(rc == -1 && errno == EINTR, "a signal without SA_RESTART "
+			"ends the wait: EINTR (rc %d, %s)", rc, strerror(errno));
+		sigs = sig_count;
+		rc = wait_signalled(ch, cqb, SA_RESTART, 1, &ecq);
+		if (rc == 0)
+			ibv_ack_cq_events(ecq, 1);
+		for (i = 0; rc == 0 && got == 0 && i < 1000000; i++)
+			got = ibv_poll_cq(cqb, 1, &wc);
+		CHECK(rc == 0 && ecq == cqb && sig_count > sigs && got == 1 &&
+			wc.status == IBV_WC_SUCCESS && wc.wr_id == 98,
+			"with SA_RESTART the wait goes on past the signal and "
+			"gets the event (rc %d)", rc);
 	}
 	for (i = 0; i < IDLE; i++) {
 		ibv_destroy_qp(idle_qp[i]);
