@@ -36,17 +36,14 @@ efd_signal(int fd)
 	efd_signal_n(fd, 1);
 }
 
-/* Blocks unless the application made the fd non-blocking. */
+/* Blocks unless the application made the fd non-blocking; a signal
+ * whose handler lacks SA_RESTART ends it with EINTR, as rdma-core's. */
 static int
 efd_wait(int fd)
 {
 	uint64_t v;
-	ssize_t r;
 
-	do {
-		r = read(fd, &v, sizeof(v));
-	} while (r < 0 && errno == EINTR);
-	return r == sizeof(v) ? 0 : -1;
+	return read(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -1;
 }
 
 /* One token of a fired entry: its writer may not have written it yet
