@@ -521,9 +521,24 @@ droce_port_armed(struct droce_port *p, uint32_t q)
 void
 droce_port_spinning(struct droce_port *p, uint32_t q, int on)
 {
-	p->q[q].owner_spins = on;
-	if (!on)
+	struct dp_queue *dq = &p->q[q];
+	uint64_t one = 1;
+
+	if (!on) {
+		dq->owner_spins = 0;
 		droce_port_kick(p, q);	/* ours at once: it sleeps */
+		return;
+	}
+	if (dq->owner_spins)
+		return;
+	/* the owner's arms stop waking the thread from here: one in a long
+	 * nap (idle for a second: 4 ms) wakes once, to nap beside the owner
+	 * no longer than DP_SPUN_NAP_MAX_US */
+	dq->owner_spins = 1;
+	rte_smp_mb();
+	if (p->sleeping && p->wake_fd >= 0 &&
+			write(p->wake_fd, &one, sizeof(one)) < 0)
+		return;
 }
 
 static int
