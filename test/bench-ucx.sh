@@ -19,6 +19,11 @@ echo "droce-perf (embedded) and the raw PMD, this run:"
 	--op write --size 8 --lat --iters 20000 2>&1 | grep -E '^ (op|write) '
 "$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
 	--op write --size 64,65536 --iters 100000 2>&1 | grep -E '^ write '
+# UCT's zero-copy bandwidth tests keep one operation in flight unless -O
+# says more: the same depth, for put_bw's default row
+echo "droce-perf 64 KB WRITE, one in flight (--depth 1):"
+"$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
+	--op write --size 65536 --depth 1 --iters 30000 2>&1 | grep -E '^ write '
 
 echo
 printf '%-40s %8s %12s %12s %12s\n' "ucx_perftest (UCX_TLS)" bytes "lat us p50" "MB/s" "msg/s"
@@ -39,6 +44,7 @@ done
 one "put_lat (UCT rc_verbs)" uct:rc_verbs put_lat 8 -n 20000
 one "am_bw (UCT rc_verbs, bcopy)" uct:rc_verbs am_bw 64 -D bcopy -n 200000
 one "put_bw (UCT rc_verbs, zcopy)" uct:rc_verbs put_bw 65536 -D zcopy -n 5000
+one "put_bw (UCT rc_verbs, zcopy, -O 16)" uct:rc_verbs put_bw 65536 -D zcopy -O 16 -n 20000
 # the same attached to two droced (idle polling: two daemons and two
 # busy ucx_perftest processes share the CPUs)
 export DAEMONS="$build/app/droced"
