@@ -488,19 +488,26 @@ droce_port_tx_settle(struct droce_port *p, uint64_t quiet_ns, uint64_t max_ns)
 	} while (now - start < max_ns);
 }
 
-void
-droce_port_kick(struct droce_port *p, uint32_t q)
+/* Wake the thread if it naps, after a store it must see: ours before
+ * our load of sleeping, as the thread stores sleeping, then looks (Dekker;
+ * x86 lets a load pass an earlier store, and the thread slept out its
+ * nap). */
+static void
+wake_after_store(struct droce_port *p)
 {
 	uint64_t one = 1;
 
-	p->q[q].kicked = 1;
-	/* our store of kicked before our load of sleeping: the thread
-	 * stores sleeping, then looks for kicks (Dekker; x86 lets a load
-	 * pass an earlier store, and the thread slept out its nap) */
 	rte_smp_mb();
 	if (p->sleeping && p->wake_fd >= 0 &&
 			write(p->wake_fd, &one, sizeof(one)) < 0)
 		return;		/* already signalled */
+}
+
+void
+droce_port_kick(struct droce_port *p, uint32_t q)
+{
+	p->q[q].kicked = 1;
+	wake_after_store(p);
 }
 
 /*
@@ -522,7 +529,6 @@ void
 droce_port_spinning(struct droce_port *p, uint32_t q, int on)
 {
 	struct dp_queue *dq = &p->q[q];
-	uint64_t one = 1;
 
 	if (!on) {
 		dq->owner_spins = 0;
@@ -535,10 +541,7 @@ droce_port_spinning(struct droce_port *p, uint32_t q, int on)
 	 * nap (idle for a second: 4 ms) wakes once, to nap beside the owner
 	 * no longer than DP_SPUN_NAP_MAX_US */
 	dq->owner_spins = 1;
-	rte_smp_mb();
-	if (p->sleeping && p->wake_fd >= 0 &&
-			write(p->wake_fd, &one, sizeof(one)) < 0)
-		return;
+	wake_after_store(p);
 }
 
 static int
