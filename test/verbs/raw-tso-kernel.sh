@@ -99,22 +99,24 @@ ip netns exec "$nsk" python3 "$work/server.py" "$port" \
 srv=$!
 pids+=($srv)
 
-# the client sends its SYN once $work/go exists, and exits once
-# $work/hold does
-RAW_TSO_GO=$work/go RAW_TSO_HOLD=$work/hold timeout -k 5 120 \
+# the client makes $work/ready once its port and QP are set up, sends
+# its SYN once $work/go exists, and exits once $work/hold does
+RAW_TSO_READY=$work/ready RAW_TSO_GO=$work/go RAW_TSO_HOLD=$work/hold \
+	timeout -k 5 120 \
 	ip netns exec "$nsd" "$run" "DROCE_DEVARGS=$devargs" \
 	"DROCE_IPV4=$dip" DROCE_MTU=1500 "DROCE_EAL=--file-prefix dtso$tag" \
 	"$prog" "$dip" "$dmac" 10.77.0.2 "$kmac" "$port" "${mss[@]}" \
 	> "$work/client.log" 2>&1 &
 cli=$!
 pids+=($cli)
-if [ "$mode" = tap ]; then
-	for _ in $(seq 1 300); do
-		ip -n "$nsk" link show "$vk" >/dev/null 2>&1 && break
-		kill -0 "$cli" 2>/dev/null || break
-		sleep 0.1
-	done
-fi
+# the kernel's end and the capture once droce is done with the port: on
+# tap, the PMD sets up the interface dumpcap captures on (a link going
+# down under a live capture ends it)
+for _ in $(seq 1 900); do
+	[ -e "$work/ready" ] && break
+	kill -0 "$cli" 2>/dev/null || break
+	sleep 0.1
+done
 kernel_end || echo "FAIL: cannot set up the kernel's end $vk"
 # dumpcap itself, with room to spare: tshark's parent does nothing here
 # but start it, and the burst of 46 segments arrives at once
@@ -124,11 +126,12 @@ cap=$!
 pids+=($cap)
 # the capture is live once its file holds the section and interface
 # blocks (tshark says "Capturing on" a moment before that)
+live=no
 for _ in $(seq 1 300); do
 	grep -q listening "$work/server.log" 2>/dev/null &&
 		grep -q "Capturing on" "$work/tshark.log" 2>/dev/null &&
 		[ "$(stat -c %s "$work/cap.pcapng" 2>/dev/null || echo 0)" -ge 100 ] &&
-		break
+		{ live=yes; break; }
 	sleep 0.1
 done
 touch "$work/go"
@@ -150,18 +153,25 @@ st = json.loads(s.recv(65536))["/droce/port/stats"]
 print(st["nic_tx_tso"], st["nic_tx_tso_drops"])
 PY
 )
-touch "$work/hold"
-wait "$cli"; crc=$?
-wait "$srv"; src=$?
-# what the socket got is in the capture's buffer: let dumpcap write it
-for _ in $(seq 1 30); do
+# the segments are in dumpcap's ring until it reads and writes them; on
+# tap, the interface and with it the capture end when the client exits,
+# and what dumpcap has not read by then is lost (a loaded machine can
+# keep it off the CPU that long): the client stays until the file holds
+# them
+end=$((SECONDS + 60))
+while [ $SECONDS -lt $end ]; do
 	python3 "$check" "$work/cap.pcapng" "$dip" 65536 >/dev/null 2>&1 &&
 		break
 	sleep 0.2
 done
+touch "$work/hold"
+wait "$cli"; crc=$?
+wait "$srv"; src=$?
 kill -INT "$cap" 2>/dev/null; wait "$cap" 2>/dev/null
 echo "----- client (exit $crc)"; cat "$work/client.log"
 echo "----- server (exit $src)"; cat "$work/server.log"
+echo "----- dumpcap (live before the SYN: $live)"; cat "$work/tshark.log"
+echo "----- frames captured: $(tshark -r "$work/cap.pcapng" 2>/dev/null | wc -l)"
 echo "----- droce's nic_tx_tso, nic_tx_tso_drops: ${tso:-unread}"
 fail=0
 [ $crc -eq 0 ] || { echo "FAIL: client exited $crc"; fail=1; }

@@ -6,10 +6,13 @@
  * raw_tso_tcp MY_IP MY_MAC PEER_IP PEER_MAC PORT [MSS]: a TCP client made
  * of whole frames on a RAW_PACKET QP, against a real TCP stack (the Linux
  * kernel on the other end of a veth or a net_tap, test/verbs/
- * raw-tso-kernel.sh). MSS: what the SYN offers (1460). With RAW_TSO_GO
- * set, the SYN waits for that file to exist (the peer's address and
- * capture are set up); with RAW_TSO_HOLD, the exit waits for that one
- * (the script reads droce's counters meanwhile). A flow
+ * raw-tso-kernel.sh). MSS: what the SYN offers (1460). With RAW_TSO_READY
+ * set, that file is made once the device is up and the QP ready (the
+ * script sets up the peer's end and its capture after that: a PMD that
+ * still configures the interface could end the capture); with RAW_TSO_GO,
+ * the SYN waits for that file to exist (the peer's address and capture are
+ * set up); with RAW_TSO_HOLD, the exit waits for that one (the script
+ * reads droce's counters meanwhile). A flow
  * rule steers the peer's segments to the QP; the SYN goes with
  * IBV_SEND_IP_CSUM (droce fills the sums in), the SYN-ACK is read from the
  * QP's receive queue, then 64 KB go in one ibv_wr_send_tso with ACK, PSH
@@ -343,6 +346,13 @@ main(int argc, char **argv)
 	}
 	if (setup() != 0)
 		return 1;
+	if (getenv("RAW_TSO_READY") != NULL) {
+		FILE *ready = fopen(getenv("RAW_TSO_READY"), "w");
+
+		if (ready == NULL)
+			return fail("RAW_TSO_READY");
+		fclose(ready);
+	}
 	wait_file(getenv("RAW_TSO_GO"));
 	for (i = 0; i < PAYLOAD; i++)
 		mem[i] = (uint8_t)(i * 131 + (i >> 8));
