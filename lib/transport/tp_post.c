@@ -100,18 +100,32 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
  * A valid WR of the common shape, told in a few tests: what
  * check_send_wr would accept for it (its length within max_msg_sz, an
  * inline one within max_inline and not a READ or atomic, an atomic's 8
- * aligned bytes; RC takes FENCE). Anything else, valid or not, goes the
- * general way, which names the errno.
+ * aligned bytes; RC takes FENCE). One SGE, or two inline ones (a header
+ * and a payload: UCX's short messages). Anything else, valid or not,
+ * goes the general way, which names the errno. *lenp: the length.
  */
 static inline __attribute__((always_inline)) bool
-fast_shape(const struct droce_qp *qp, const struct ibv_send_wr *wr)
+fast_shape(const struct droce_qp *qp, const struct ibv_send_wr *wr,
+		uint64_t *lenp)
 {
 	uint32_t op = (uint32_t)wr->opcode, len;
 
 	if (!qp->post_rc || op >= 32 || !((FAST_OPS >> op) & 1) ||
-			wr->num_sge != 1 || wr->sg_list == NULL)
+			wr->sg_list == NULL)
 		return false;
+	if (wr->num_sge != 1) {
+		uint64_t two;
+
+		if (wr->num_sge != 2 || !(wr->send_flags & IBV_SEND_INLINE) ||
+				!((FAST_OUT >> op) & 1) || qp->sq.max_sge < 2)
+			return false;
+		two = (uint64_t)wr->sg_list[0].length + wr->sg_list[1].length;
+		*lenp = two;
+		/* none: the general way keeps its two SGEs */
+		return two != 0 && two <= qp->sq.max_inline;
+	}
 	len = wr->sg_list[0].length;
+	*lenp = len;
 	if (wr->send_flags & IBV_SEND_INLINE)
 		return ((FAST_OUT >> op) & 1) && len <= qp->sq.max_inline;
 	if (len > qp->dev->lim.max_msg_sz)
@@ -159,10 +173,16 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 	if (fast) {
 		if ((wr->send_flags & IBV_SEND_INLINE) && len) {
 			/* copy now: the caller may reuse its buffer at once */
+			uint32_t first = wr->sg_list[0].length;
+
 			w->inline_data = qp->sq.inline_buf +
 				(size_t)(w - qp->sq.wqe) * qp->sq.max_inline;
 			memcpy(w->inline_data,
-				(void *)(uintptr_t)wr->sg_list[0].addr, len);
+				(void *)(uintptr_t)wr->sg_list[0].addr, first);
+			if (wr->num_sge == 2)
+				memcpy(w->inline_data + first,
+					(void *)(uintptr_t)wr->sg_list[1].addr,
+					wr->sg_list[1].length);
 			w->num_sge = 0;
 		} else {
 			w->sge[0] = wr->sg_list[0];
@@ -248,13 +268,12 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 		}
 	}
 	for (; wr != NULL; wr = wr->next) {
-		if (!all_or_nothing && fast_shape(qp, wr)) {
+		if (!all_or_nothing && fast_shape(qp, wr, &len)) {
 			if (qp->sq.head - qp->sq.tail >= qp->sq.size) {
 				*bad_wr = wr;
 				return ENOMEM;
 			}
-			fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr,
-				wr->sg_list[0].length,
+			fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len,
 				tp_wr_opcode_info[wr->opcode].flags, true);
 			qp->sq.head++;
 			continue;

@@ -295,6 +295,90 @@ test_bad_wrs(void)
 	unmake(&o);
 }
 
+/*
+ * Inline data in two SGEs (a header and a payload, as UCX's short
+ * messages post): what arrives is the two pieces in order, copied at
+ * posting; too long for max_inline_data, or more SGEs than max_send_sge,
+ * is EINVAL with bad_wr; two empty pieces are a message of none.
+ */
+static void
+test_inline_pieces(void)
+{
+	static const struct pair_cfg c = {
+		.sges = 2, .max_inline = 32, .buf_len = 4096, .acc1 = ACC_ALL,
+		.check_qp = 1,
+	};
+	static const struct pair_cfg one = {
+		.sges = 1, .max_inline = 32, .buf_len = 4096, .acc1 = ACC_ALL,
+		.check_qp = 1,
+	};
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge s[2];
+	struct ibv_wc wc;
+	struct pair p;
+	uint8_t want[17];
+	int i;
+
+	pair_create(&L, &p, &c);
+	pattern(p.b[0].p, 64, 7);
+	memcpy(want, p.b[0].p + 40, 9);
+	memcpy(want + 9, p.b[0].p, 8);
+	memset(p.b[1].p, 0, 4096);
+	/* a SEND, then a WRITE of the same two pieces */
+	pair_post_recv(&p, 1, 0, 64, 100);
+	for (i = 0; i < 2; i++) {
+		pair_wr(&p, &wr, &s[0], i ? IBV_WR_RDMA_WRITE : IBV_WR_SEND,
+			40, 9, REMOTE(&p, 256), RKEY(&p), (uint64_t)i);
+		s[1] = sge_of(&p.b[0], 0, 8);
+		wr.num_sge = 2;
+		wr.send_flags |= IBV_SEND_INLINE;
+		CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0,
+			"two inline SGEs posted");
+	}
+	/* the caller's buffers are free once posted */
+	memset(p.b[0].p, 0xee, 64);
+	pair_expect_done(&p, 0, 2, "two inline SGEs");
+	CHECK(pair_wait(&p, 1, &wc, 2000000000ull) == 0 &&
+		wc.status == IBV_WC_SUCCESS && wc.byte_len == 17,
+		"the SEND arrives whole (%u bytes)", wc.byte_len);
+	CHECK(memcmp(p.b[1].p, want, 17) == 0, "SEND: header then payload");
+	CHECK(memcmp(p.b[1].p + 256, want, 17) == 0,
+		"WRITE: header then payload");
+
+	/* 20 + 13 bytes: one more than max_inline_data */
+	pair_wr(&p, &wr, &s[0], IBV_WR_SEND, 0, 20, 0, 0, 9);
+	s[1] = sge_of(&p.b[0], 32, 13);
+	wr.num_sge = 2;
+	wr.send_flags |= IBV_SEND_INLINE;
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), EINVAL,
+		"two inline SGEs past max_inline_data");
+	CHECK(bad == &wr, "bad_wr at the long one");
+
+	/* two empty pieces: a SEND of nothing */
+	pair_post_recv(&p, 1, 0, 64, 101);
+	s[0].length = 0;
+	s[1].length = 0;
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0,
+		"two empty inline SGEs");
+	pair_expect_done(&p, 9, 1, "two empty inline SGEs");
+	CHECK(pair_wait(&p, 1, &wc, 2000000000ull) == 0 &&
+		wc.status == IBV_WC_SUCCESS && wc.byte_len == 0,
+		"an empty SEND arrives (%u bytes)", wc.byte_len);
+	pair_destroy(&p);
+
+	/* max_send_sge 1: two inline SGEs are one too many */
+	pair_create(&L, &p, &one);
+	pair_wr(&p, &wr, &s[0], IBV_WR_SEND, 0, 4, 0, 0, 1);
+	s[1] = sge_of(&p.b[0], 8, 4);
+	wr.num_sge = 2;
+	wr.send_flags |= IBV_SEND_INLINE;
+	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), EINVAL,
+		"two SGEs on a QP of one");
+	CHECK(bad == &wr, "bad_wr at it");
+	CHECK(pair_wait(&p, 0, &wc, 10000000) != 0, "nothing was posted");
+	pair_destroy(&p);
+}
+
 static void
 test_modify(void)
 {
@@ -523,6 +607,7 @@ main(void)
 	test_states(IBV_QPT_UC);
 	test_states(IBV_QPT_UD);
 	test_bad_wrs();
+	test_inline_pieces();
 	test_modify();
 	test_queue_moves();
 	test_gsi();
