@@ -192,15 +192,10 @@ main(int argc, char **argv)
 	const char *tele = argc > 1 ? argv[1] : NULL;
 	int64_t naps0 = 0, passes0 = 0, naps, passes;
 	pthread_t t;
-	int n, r, i, events = 0, good = 0, attached;
+	int r, i, events = 0, good = 0, attached;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(&n);
-	ctx = list && n > 0 ? ibv_open_device(list[0]) : NULL;
-	loop_pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	buf = aligned_alloc(4096, BUF);
-	mr = loop_pd ? ibv_reg_mr(loop_pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) :
-		NULL;
+	ctx = loop_open(&list, &buf, &mr, BUF);
 	ch = ctx ? ibv_create_comp_channel(ctx) : NULL;
 	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	cqb = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;

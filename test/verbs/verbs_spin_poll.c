@@ -50,19 +50,14 @@ main(int argc, char **argv)
 	int64_t s0, s1, s2;
 	double end;
 	char *buf;
-	int n, r, good = 0;
+	int r, good = 0;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (strncmp(tele, "droced:", 7) != 0) {
 		printf("usage: verbs_spin_poll droced:TELEMETRY-SOCKET\n");
 		return 2;
 	}
-	list = ibv_get_device_list(&n);
-	ctx = list && n > 0 ? ibv_open_device(list[0]) : NULL;
-	loop_pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	buf = aligned_alloc(4096, BUF);
-	mr = loop_pd ? ibv_reg_mr(loop_pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) :
-		NULL;
+	ctx = loop_open(&list, &buf, &mr, BUF);
 	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	cqb = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	qa = cqa ? make_qp(cqa) : NULL;
