@@ -295,6 +295,19 @@ test_bad_wrs(void)
 	unmake(&o);
 }
 
+/* pair_wr's WR with its data inline in two pieces: len0 bytes at off0
+ * of b[0], then len1 at off1 (s holds two SGEs). */
+static void
+wr_two_inline(struct pair *p, struct ibv_send_wr *wr, struct ibv_sge *s,
+		enum ibv_wr_opcode op, uint32_t off0, uint32_t len0,
+		uint32_t off1, uint32_t len1, uint64_t id)
+{
+	pair_wr(p, wr, &s[0], op, off0, len0, REMOTE(p, 256), RKEY(p), id);
+	s[1] = sge_of(&p->b[0], off1, len1);
+	wr->num_sge = 2;
+	wr->send_flags |= IBV_SEND_INLINE;
+}
+
 /*
  * Inline data in two SGEs (a header and a payload, as UCX's short
  * messages post): what arrives is the two pieces in order, copied at
@@ -327,11 +340,8 @@ test_inline_pieces(void)
 	/* a SEND, then a WRITE of the same two pieces */
 	pair_post_recv(&p, 1, 0, 64, 100);
 	for (i = 0; i < 2; i++) {
-		pair_wr(&p, &wr, &s[0], i ? IBV_WR_RDMA_WRITE : IBV_WR_SEND,
-			40, 9, REMOTE(&p, 256), RKEY(&p), (uint64_t)i);
-		s[1] = sge_of(&p.b[0], 0, 8);
-		wr.num_sge = 2;
-		wr.send_flags |= IBV_SEND_INLINE;
+		wr_two_inline(&p, &wr, s, i ? IBV_WR_RDMA_WRITE : IBV_WR_SEND,
+			40, 9, 0, 8, (uint64_t)i);
 		CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), 0,
 			"two inline SGEs posted");
 	}
@@ -346,10 +356,7 @@ test_inline_pieces(void)
 		"WRITE: header then payload");
 
 	/* 20 + 13 bytes: one more than max_inline_data */
-	pair_wr(&p, &wr, &s[0], IBV_WR_SEND, 0, 20, 0, 0, 9);
-	s[1] = sge_of(&p.b[0], 32, 13);
-	wr.num_sge = 2;
-	wr.send_flags |= IBV_SEND_INLINE;
+	wr_two_inline(&p, &wr, s, IBV_WR_SEND, 0, 20, 32, 13, 9);
 	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), EINVAL,
 		"two inline SGEs past max_inline_data");
 	CHECK(bad == &wr, "bad_wr at the long one");
@@ -368,10 +375,7 @@ test_inline_pieces(void)
 
 	/* max_send_sge 1: two inline SGEs are one too many */
 	pair_create(&L, &p, &one);
-	pair_wr(&p, &wr, &s[0], IBV_WR_SEND, 0, 4, 0, 0, 1);
-	s[1] = sge_of(&p.b[0], 8, 4);
-	wr.num_sge = 2;
-	wr.send_flags |= IBV_SEND_INLINE;
+	wr_two_inline(&p, &wr, s, IBV_WR_SEND, 0, 4, 8, 4, 1);
 	CHECK_EQ(droce_qp_post_send(p.qp[0], &wr, &bad), EINVAL,
 		"two SGEs on a QP of one");
 	CHECK(bad == &wr, "bad_wr at it");
