@@ -112,6 +112,7 @@ int da_rpc(struct da_ctx *a, uint32_t op, const void *req, void *rep,
 int da_obj_set(struct da_ctx *a, enum da_kind k, uint32_t handle, void *obj);
 void da_obj_del(struct da_ctx *a, enum da_kind k, uint32_t handle);
 int da_chan_track(struct da_ctx *a, struct dv_channel *ch, int on);
+int da_qp_cq_pos(struct da_ctx *a, uint32_t qpn, struct droce_cq_pos *pos);
 void da_ring(struct da_ctx *a, struct da_wq *wq, uint32_t kind,
 		uint32_t handle);
 /* wake the daemon's progress thread if it naps */

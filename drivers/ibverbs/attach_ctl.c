@@ -266,6 +266,38 @@ da_obj_del(struct da_ctx *a, enum da_kind k, uint32_t handle)
 	pthread_mutex_unlock(&a->obj_lock);
 }
 
+/* A QP's CQs by its number: the table's lock keeps the QP (and so its
+ * CQs) from going while we read; the daemon writes prod, the
+ * application cons. */
+int
+da_qp_cq_pos(struct da_ctx *a, uint32_t qpn, struct droce_cq_pos *pos)
+{
+	struct da_table *t = &a->qps;
+	uint32_t i;
+	int rc = ENOENT;
+
+	pthread_mutex_lock(&a->obj_lock);
+	for (i = 0; i < t->cap; i++) {
+		const struct dv_qp *qp = t->slot[i];
+		const struct dv_cq *scq, *rcq;
+
+		if (qp == NULL || qp->ex.qp_base.qp_num != qpn ||
+				qp->ex.qp_base.send_cq == NULL)
+			continue;
+		scq = dv_cq(qp->ex.qp_base.send_cq);
+		rcq = qp->ex.qp_base.recv_cq != NULL ?
+			dv_cq(qp->ex.qp_base.recv_cq) : scq;
+		pos->send_prod = __atomic_load_n(&scq->sh->prod, __ATOMIC_ACQUIRE);
+		pos->send_cons = __atomic_load_n(&scq->sh->cons, __ATOMIC_ACQUIRE);
+		pos->recv_prod = __atomic_load_n(&rcq->sh->prod, __ATOMIC_ACQUIRE);
+		pos->recv_cons = __atomic_load_n(&rcq->sh->cons, __ATOMIC_ACQUIRE);
+		rc = 0;
+		break;
+	}
+	pthread_mutex_unlock(&a->obj_lock);
+	return rc;
+}
+
 /* A channel to wake when the daemon dies (on), or no more (off). */
 int
 da_chan_track(struct da_ctx *a, struct dv_channel *ch, int on)

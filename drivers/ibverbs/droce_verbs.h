@@ -45,6 +45,16 @@ int droce_cm_sr_mode(struct ibv_context *context);
  * mode). */
 int droce_cm_set_sr(struct ibv_qp *qp, int on);
 
+/* Where the completions of QP qpn (on the context) stand now: a mark of
+ * what its CQs have been given. 0, or ENOENT (no such QP), EINVAL. */
+int droce_qp_cq_mark(struct ibv_context *context, uint32_t qpn,
+		uint64_t *mark);
+
+/* 1 once the application has polled the QP's CQs up to mark, or the QP
+ * is gone; 0 while completions before mark wait in them. */
+int droce_qp_cq_passed(struct ibv_context *context, uint32_t qpn,
+		uint64_t mark);
+
 /* Up to max counters, named by static strings; the number filled. */
 typedef unsigned int (*droce_telemetry_fill_t)(const char **names,
 		uint64_t *values, unsigned int max);

@@ -6,8 +6,9 @@
  * What droce's librdmacm needs of a device besides verbs (droce_verbs.h):
  * in process nothing, attached to droced the daemon's routing of CM MADs
  * (QP1 is the daemon's); selective repeat on a QP whose connection both
- * ends agreed on; and a telemetry command, as DPDK is linked into this
- * library, not shared with it.
+ * ends agreed on; how far the application has polled a QP's completions
+ * (a disconnect is reported after them); and a telemetry command, as
+ * DPDK is linked into this library, not shared with it.
  */
 
 #include <errno.h>
@@ -63,6 +64,43 @@ droce_cm_set_sr(struct ibv_qp *ibqp, int on)
 	rc = droce_qp_set_sr(qp->tqp, on);
 	droce_port_unlock(port, qp->q);
 	return -rc;
+}
+
+static int
+qp_cq_pos(struct ibv_context *context, uint32_t qpn, struct droce_cq_pos *pos)
+{
+	struct dv_context *c = dv_ctx(context);
+	struct droce_dev *tdev;
+
+	if (c->att != NULL)
+		return da_qp_cq_pos(c->att, qpn, pos);
+	tdev = __atomic_load_n(&c->dev->tdev, __ATOMIC_ACQUIRE);
+	return tdev != NULL ? -droce_dev_qp_cq_pos(tdev, qpn, pos) : ENOENT;
+}
+
+int
+droce_qp_cq_mark(struct ibv_context *context, uint32_t qpn, uint64_t *mark)
+{
+	struct droce_cq_pos pos;
+	int rc;
+
+	if (context == NULL || mark == NULL)
+		return EINVAL;
+	rc = qp_cq_pos(context, qpn, &pos);
+	if (rc == 0)
+		*mark = (uint64_t)pos.recv_prod << 32 | pos.send_prod;
+	return rc;
+}
+
+int
+droce_qp_cq_passed(struct ibv_context *context, uint32_t qpn, uint64_t mark)
+{
+	struct droce_cq_pos pos;
+
+	if (context == NULL || qp_cq_pos(context, qpn, &pos) != 0)
+		return 1;
+	return (int32_t)(pos.send_cons - (uint32_t)mark) >= 0 &&
+		(int32_t)(pos.recv_cons - (uint32_t)(mark >> 32)) >= 0;
 }
 
 #define TEL_CMDS 4

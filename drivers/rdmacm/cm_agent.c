@@ -71,6 +71,7 @@ cm_agent_timeouts(uint64_t now)
 		cm_send_mad(p->dev, p->ah, p->retx.mad);
 	}
 	cm_linger_timeouts(now);
+	cm_held_timeouts(now);
 }
 
 static int
@@ -82,6 +83,8 @@ next_timeout(uint64_t now)
 	for (p = cm.ids; p != NULL; p = p->next)
 		if (p->retx.armed && p->retx.deadline_ms < first)
 			first = p->retx.deadline_ms;
+	if (cm_held_any() && now + 1 < first)
+		first = now + 1;	/* the application's polling, watched */
 	if (first == UINT64_MAX)
 		return -1;
 	return first <= now ? 0 : (int)(first - now > 60000 ? 60000 :

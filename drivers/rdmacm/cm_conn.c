@@ -133,7 +133,18 @@ static struct cm_event_priv *
 conn_event(struct cm_id_priv *p, enum rdma_cm_event_type t, int status,
 		const uint8_t *pdata, uint8_t len)
 {
-	struct cm_event_priv *e = cm_event_queue(p, t, status);
+	struct cm_event_priv *e = cm_conn_event_new(p, t, status, pdata, len);
+
+	if (e != NULL)
+		cm_event_post(p->chan, e);
+	return e;
+}
+
+struct cm_event_priv *
+cm_conn_event_new(struct cm_id_priv *p, enum rdma_cm_event_type t, int status,
+		const uint8_t *pdata, uint8_t len)
+{
+	struct cm_event_priv *e = cm_event_new(p, t, status);
 
 	if (e == NULL)
 		return NULL;
@@ -840,8 +851,13 @@ rx_dreq(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 		cm_send_simple(d, p->ah, p->tid, CM_ATTR_DREP, p->local_comm_id,
 			p->remote_comm_id, 0, mad);
 		cm_keep_reply(p, CM_ATTR_DREP, mad);
+		/* the peer's disconnect, after what came before it; ours
+		 * crossing it: the application is tearing down already */
+		if (p->state == CM_DREQ_SENT)
+			conn_event(p, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+		else
+			cm_held_disconnect(p);
 		p->state = CM_DISCONNECTED;
-		conn_event(p, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 		break;
 	case CM_DISCONNECTED:
 		if (p->last_reply_attr == CM_ATTR_DREP)

@@ -110,13 +110,10 @@ cm_event_queue(struct cm_id_priv *p, enum rdma_cm_event_type type, int status)
 	return cm_event_queue_on(p->chan, p, type, status);
 }
 
-/* on channel c: a CONNECT_REQUEST goes on its listener's */
 struct cm_event_priv *
-cm_event_queue_on(struct cm_channel *c, struct cm_id_priv *p,
-		enum rdma_cm_event_type type, int status)
+cm_event_new(struct cm_id_priv *p, enum rdma_cm_event_type type, int status)
 {
 	struct cm_event_priv *e = calloc(1, sizeof(*e));
-	uint64_t one = 1;
 
 	if (e == NULL)
 		return NULL;
@@ -124,6 +121,26 @@ cm_event_queue_on(struct cm_channel *c, struct cm_id_priv *p,
 	e->ev.event = type;
 	e->ev.status = status;
 	e->owner = p;
+	return e;
+}
+
+/* on channel c: a CONNECT_REQUEST goes on its listener's */
+struct cm_event_priv *
+cm_event_queue_on(struct cm_channel *c, struct cm_id_priv *p,
+		enum rdma_cm_event_type type, int status)
+{
+	struct cm_event_priv *e = cm_event_new(p, type, status);
+
+	if (e != NULL)
+		cm_event_post(c, e);
+	return e;
+}
+
+void
+cm_event_post(struct cm_channel *c, struct cm_event_priv *e)
+{
+	uint64_t one = 1;
+
 	if (c->tail != NULL)
 		c->tail->next = e;
 	else
@@ -131,7 +148,6 @@ cm_event_queue_on(struct cm_channel *c, struct cm_id_priv *p,
 	c->tail = e;
 	if (write(c->ch.fd, &one, sizeof(one)) != sizeof(one))
 		abort();	/* an eventfd only refuses past 2^64 - 2 */
-	return e;
 }
 
 /* An ID goes: events of it not yet got are dropped where they wait. */

@@ -178,6 +178,7 @@ destroy_locked(struct cm_id_priv *p)
 	p->destroying = true;
 	/* its events first: a CONNECT_REQUEST waits on the listener's */
 	cm_event_forget(p);
+	cm_held_drop(p);
 	cm_mcast_leave_all(p);
 	leave(p);
 	if (p->state == CM_LISTEN) {

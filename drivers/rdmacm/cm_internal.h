@@ -160,6 +160,10 @@ struct cm_id_priv {
 	bool sr_offered;		/* active: the REQ offered selective
 					 * repeat; passive: the peer's did */
 	struct cm_mc *mcs;		/* groups joined */
+	/* a DISCONNECTED waiting for the QP's earlier completions to be
+	 * polled (cm_conn_held), until held_until_ms at most */
+	struct cm_event_priv *held;
+	uint64_t held_mark, held_until_ms;
 };
 
 struct cm_event_priv {
@@ -230,6 +234,11 @@ struct cm_event_priv *cm_event_queue(struct cm_id_priv *p,
 		enum rdma_cm_event_type type, int status);
 struct cm_event_priv *cm_event_queue_on(struct cm_channel *c,
 		struct cm_id_priv *p, enum rdma_cm_event_type type, int status);
+/* an event of p's, not yet on any channel; NULL when out of memory */
+struct cm_event_priv *cm_event_new(struct cm_id_priv *p,
+		enum rdma_cm_event_type type, int status);
+/* put it at the end of channel c (lock held) */
+void cm_event_post(struct cm_channel *c, struct cm_event_priv *e);
 void cm_event_forget(struct cm_id_priv *p);
 /* a sync ID waits for its next event and keeps it in id->event: 0 when
  * it is want, else -1 with errno from the event */
@@ -258,6 +267,13 @@ void cm_agent_wake(void);
 void cm_retx_arm(struct cm_id_priv *p, const uint8_t *mad, uint32_t ms);
 void cm_retx_stop(struct cm_id_priv *p);
 
+/* cm_held.c: a peer's disconnect after the completions before it */
+#define CM_DISC_HOLD_MS 100
+void cm_held_disconnect(struct cm_id_priv *p);
+void cm_held_timeouts(uint64_t now);
+bool cm_held_any(void);
+void cm_held_drop(struct cm_id_priv *p);
+
 /* cm_linger.c: DREQs that outlive their IDs */
 void cm_linger_dreq(struct cm_id_priv *p);
 bool cm_linger_answered(uint32_t local_comm_id);
@@ -272,6 +288,10 @@ void cm_agent_rx(struct cm_dev *d, const uint8_t *grh, const uint8_t *mad,
 void cm_conn_rx(struct cm_dev *d, const uint8_t sgid[16],
 		const struct cm_mad_hdr *h, const uint8_t *msg);
 void cm_conn_timeout(struct cm_id_priv *p);
+/* an event with the connection's parameters, not yet queued */
+struct cm_event_priv *cm_conn_event_new(struct cm_id_priv *p,
+		enum rdma_cm_event_type t, int status, const uint8_t *pdata,
+		uint8_t len);
 /* send a DREQ, kept until answered */
 void cm_conn_dreq(struct cm_id_priv *p);
 /* a passive ID for a request to listener l, addressed from its header */

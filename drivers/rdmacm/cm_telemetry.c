@@ -44,6 +44,8 @@ cm_counters(const char **names, uint64_t *values, unsigned int max)
 	PUT("rx_drop_short", st.rx_drop_short);
 	PUT("tx_drop_nobuf", st.tx_drop_nobuf);
 	PUT("timeouts", st.timeouts);
+	PUT("disc_held", st.disc_held);
+	PUT("disc_hold_expired", st.disc_hold_expired);
 	PUT("rej_sent", st.rej_sent);
 	PUT("rx_drop_orphan", st.rx_drop_orphan);
 	PUT("rx_rej_retried", st.rx_rej_retried);

@@ -31,6 +31,10 @@ struct droce_cm_stats {
 					 * ours (or "service ID not
 					 * supported" to a SIDR REQ) in its
 					 * grace: the request sent again */
+	uint64_t disc_held;		/* DISCONNECTED kept until the
+					 * completions before the DREQ were
+					 * polled (cm_conn_held) */
+	uint64_t disc_hold_expired;	/* ... and not polled in time */
 };
 
 int droce_cm_stats_get(struct droce_cm_stats *st);

@@ -730,6 +730,18 @@ uint32_t droce_qp_sq_untransmitted(const struct droce_qp *qp);
 /** WQEs posted on a QP's send queue and not yet completed. */
 uint32_t droce_qp_sq_outstanding(const struct droce_qp *qp);
 
+/** Where a QP's completions stand in its CQs: produced there and polled
+ * by the application (free-running counts; the same CQ twice when one
+ * serves both sides). */
+struct droce_cq_pos {
+	uint32_t send_prod, send_cons;
+	uint32_t recv_prod, recv_cons;
+};
+/** QP qpn's, from any thread: 0, or -ENOENT when no QP has that number
+ * (or it has no CQ: an XRC target). */
+int droce_dev_qp_cq_pos(struct droce_dev *dev, uint32_t qpn,
+		struct droce_cq_pos *pos);
+
 /** 1 if QP qpn exists and has nothing outstanding on its send queue
  * (call with its queue's owner lock held). */
 int droce_dev_qp_sq_idle(const struct droce_dev *dev, uint32_t qpn);

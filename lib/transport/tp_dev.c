@@ -458,6 +458,33 @@ droce_dev_qpns(struct droce_dev *dev, uint32_t *qpns, uint32_t max)
 	return n;
 }
 
+/*
+ * Any thread: the device's lock keeps the QP and its CQs from going
+ * while we read; the counts themselves move under their owners (the
+ * queue produces, the application polls), so each is read atomically.
+ */
+int
+droce_dev_qp_cq_pos(struct droce_dev *dev, uint32_t qpn,
+		struct droce_cq_pos *pos)
+{
+	const struct droce_qp *qp;
+	const struct droce_cq *rcq;
+
+	pthread_mutex_lock(&dev->lock);
+	qp = tp_qp_by_qpn(dev, qpn);
+	if (qp == NULL || qp->scq == NULL) {
+		pthread_mutex_unlock(&dev->lock);
+		return -ENOENT;
+	}
+	rcq = qp->rcq != NULL ? qp->rcq : qp->scq;
+	pos->send_prod = __atomic_load_n(&qp->scq->head, __ATOMIC_ACQUIRE);
+	pos->send_cons = __atomic_load_n(&qp->scq->tail, __ATOMIC_ACQUIRE);
+	pos->recv_prod = __atomic_load_n(&rcq->head, __ATOMIC_ACQUIRE);
+	pos->recv_cons = __atomic_load_n(&rcq->tail, __ATOMIC_ACQUIRE);
+	pthread_mutex_unlock(&dev->lock);
+	return 0;
+}
+
 int
 droce_dev_qp_sq_idle(const struct droce_dev *dev, uint32_t qpn)
 {

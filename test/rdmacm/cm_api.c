@@ -19,9 +19,11 @@
  * 28 with the server's private data) and a server that vanishes after
  * taking the REQ (UNREACHABLE, ETIMEDOUT). The server checks that the
  * hostile MADs were dropped and counted (droce_cm_stats_get), that it
- * still accepted the real connection, and that the client's DISCONNECTED,
- * pending on the ID's channel, follows the ID to another channel
- * (rdma_migrate_id). Attached to droced (DROCE_DAEMON),
+ * still accepted the real connection, that the client's DISCONNECTED
+ * waits until the server has polled the completion of the client's
+ * last message (cm_held.c), and that, pending on the ID's channel, it
+ * follows the ID to another channel (rdma_migrate_id). Attached to
+ * droced (DROCE_DAEMON),
  * the daemon answers the REQ to no listener, drops the hostile MADs, and
  * answers a REQ whose server died with a REJ.
  */
@@ -499,6 +501,11 @@ client(const char *srv)
 	rc = rdma_get_recv_comp(id, &wc);
 	CHECK(rc == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 6 &&
 		strcmp(rbuf, "reply") == 0, "rdma_get_recv_comp: the server's reply");
+	/* the last message: acknowledged, then the DREQ right behind it */
+	rc = rdma_post_send(id, NULL, "last", 5, NULL,
+		IBV_SEND_INLINE | IBV_SEND_SIGNALED);
+	CHECK(rc == 0 && rdma_get_send_comp(id, &wc) == 1 &&
+		wc.status == IBV_WC_SUCCESS, "the last message sent and acknowledged");
 
 	/* a QP in RESET takes no sends: the verbs errno comes back */
 	memset(&qa, 0, sizeof(qa));
@@ -549,6 +556,41 @@ check_migrate_pending(struct rdma_cm_id *id)
 		"the pending DISCONNECTED moved with it");
 }
 
+/*
+ * The client's last message, then its DREQ: the receive's completion
+ * is in our CQ, not yet polled, when the DREQ comes, so the DISCONNECTED
+ * waits for it to be polled (100 ms at most): a program that polls its
+ * CQ and then reads its events does not take the disconnect first and
+ * destroy its QP with the message still in the CQ.
+ */
+static void
+check_disconnect_after_completion(struct rdma_cm_id *id, const char *last,
+		int (*stats_get)(struct droce_cm_stats *), uint64_t held0,
+		uint64_t expired0)
+{
+	struct droce_cm_stats st;
+	double end = now_s() + 60;
+	struct ibv_wc wc;
+	int early;
+
+	memset(&st, 0, sizeof(st));
+	while (stats_get != NULL && stats_get(&st) == 0 &&
+			st.disc_held == held0 && now_s() < end)
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	CHECK(st.disc_held == held0 + 1,
+		"the client's DREQ came with a receive not yet polled: "
+		"its DISCONNECTED held");
+	early = readable(id->channel->fd, 0);
+	if (stats_get != NULL)
+		stats_get(&st);
+	CHECK(!early || st.disc_hold_expired > expired0,
+		"no DISCONNECTED before the completion is polled (or the hold "
+		"ran out)");
+	CHECK(rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
+		wc.byte_len == 5 && strcmp(last, "last") == 0,
+		"the client's last message received");
+}
+
 static int
 server(const char *addr)
 {
@@ -560,7 +602,14 @@ server(const char *addr)
 	static char rbuf[64], reply[8] = "reply";	/* not on the stack */
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
+	uint64_t held0 = 0, expired0 = 0;
 
+	stats_get = (int (*)(struct droce_cm_stats *))dlsym(RTLD_DEFAULT,
+		"droce_cm_stats_get");
+	if (stats_get != NULL && stats_get(&st) == 0) {
+		held0 = st.disc_held;
+		expired0 = st.disc_hold_expired;
+	}
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = RAI_PASSIVE;
 	hints.ai_port_space = RDMA_PS_TCP;
@@ -578,6 +627,7 @@ server(const char *addr)
 		"rdma_get_request: a new ID with the listener's QP attributes");
 	mr = rdma_reg_msgs(id, rbuf, sizeof(rbuf));
 	rdma_post_recv(id, NULL, rbuf, sizeof(rbuf), mr);
+	rdma_post_recv(id, NULL, rbuf + 32, 32, mr);	/* the last message */
 	CHECK(rdma_accept(id, NULL) == 0, "rdma_accept (waits for ESTABLISHED)");
 	CHECK(rdma_get_recv_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS &&
 		strcmp(rbuf, "droce") == 0, "the client's inline send arrived");
@@ -586,8 +636,6 @@ server(const char *addr)
 		rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS,
 		"reply sent");
 
-	stats_get = (int (*)(struct droce_cm_stats *))dlsym(RTLD_DEFAULT,
-		"droce_cm_stats_get");
 	CHECK(stats_get != NULL && stats_get(&st) == 0,
 		"droce_cm_stats_get (droce's librdmacm)");
 	if (getenv("DROCE_DAEMON") != NULL) {
@@ -611,6 +659,8 @@ server(const char *addr)
 		CHECK(st.rx_drop_orphan >= 1 && st.rej_sent >= 1,
 			"a REQ to no listener: dropped once, then a REJ");
 	}
+	check_disconnect_after_completion(id, rbuf + 32, stats_get, held0,
+		expired0);
 	check_migrate_pending(id);
 	rdma_disconnect(id);
 	rdma_dereg_mr(mr);
