@@ -161,6 +161,8 @@ struct dd_app_stats {
 	/* naps the progress thread skipped while one of its threads slept
 	 * on an armed channel (idle mode) */
 	uint64_t awaited_skips;
+	/* and while one of its threads spun on empty CQs (region->spin_ns) */
+	uint64_t spin_skips;
 	uint64_t refused_wqes, refused_requests, requests;
 	uint64_t replies_held;	/* it did not read them at once */
 	uint64_t parked_requests;	/* waited for a neighbour aside */

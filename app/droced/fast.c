@@ -633,6 +633,17 @@ app_awaited(const struct dd_app *a, uint64_t now_ns)
 		now_ns - at < (uint64_t)DROCE_CHAN_ARMED_MS * 1000000;
 }
 
+/* An application spinning on its empty CQs lately (region->spin_ns):
+ * it waits for what only this daemon delivers. A stamp from the future
+ * (scribbled) reads as long ago. */
+static bool
+app_spins(const struct dd_app *a, uint64_t now_ns)
+{
+	uint64_t at = __atomic_load_n(&a->region->spin_ns, __ATOMIC_RELAXED);
+
+	return now_ns - at < (uint64_t)DROCE_CHAN_SPIN_MS * 1000000;
+}
+
 static uint64_t
 mono_ns(void)
 {
@@ -674,6 +685,9 @@ dd_sleep_hook(void *arg, int sleeping)
 				pending = 1;
 		if (!pending && app_awaited(a, now)) {
 			a->st.awaited_skips++;
+			pending = awaited = 1;
+		} else if (!pending && app_spins(a, now)) {
+			a->st.spin_skips++;
 			pending = awaited = 1;
 		}
 	}

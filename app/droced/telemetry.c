@@ -99,6 +99,7 @@ app_dict(struct rte_tel_data *d, const struct dd_app *a)
 	rte_tel_data_add_dict_u64(d, "doorbells", st->doorbells);
 	rte_tel_data_add_dict_u64(d, "events", st->events);
 	rte_tel_data_add_dict_u64(d, "awaited_skips", st->awaited_skips);
+	rte_tel_data_add_dict_u64(d, "spin_skips", st->spin_skips);
 	rte_tel_data_add_dict_u64(d, "requests", st->requests);
 	rte_tel_data_add_dict_u64(d, "refused_requests", st->refused_requests);
 	rte_tel_data_add_dict_u64(d, "parked_requests", st->parked_requests);

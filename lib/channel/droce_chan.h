@@ -442,7 +442,13 @@ struct droce_chan_region {
 	 * would wake the thread */
 	uint32_t arms;
 	uint64_t arm_ns;
-	uint8_t pad2[DROCE_CHAN_CL - 16];
+	/** application: when a thread of it last found its CQs empty for
+	 * DROCE_CHAN_SPIN_POLLS polls in a row (CLOCK_MONOTONIC ns). It
+	 * spins on them, and only the daemon can fill them: a napping
+	 * daemon serves the port without naps for DROCE_CHAN_SPIN_MS after,
+	 * and each of the two gives the CPU up between its turns */
+	uint64_t spin_ns;
+	uint8_t pad2[DROCE_CHAN_CL - 24];
 	/** async events: daemon writes prod, the application cons */
 	uint32_t async_prod;
 	uint8_t pad3[DROCE_CHAN_CL - 4];
@@ -454,6 +460,12 @@ struct droce_chan_region {
 /** How long after an arm the daemon serves an awaited port without
  * naps (the progress thread's DP_ARMED_SPIN_MS in process). */
 #define DROCE_CHAN_ARMED_MS 100
+
+/** Empty CQ polls in a row after which an attached application says
+ * it spins (region->spin_ns) and yields its CPU once. */
+#define DROCE_CHAN_SPIN_POLLS 256
+/** How long after that a napping daemon keeps from its naps. */
+#define DROCE_CHAN_SPIN_MS 2
 
 /** Where the daemon starts allocating rings. */
 #define DROCE_CHAN_HEAP_OFF 4096

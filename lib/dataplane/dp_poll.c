@@ -915,6 +915,8 @@ progress_thread(void *arg)
 			idle_us = DP_SPUN_NAP_MAX_US;
 		if (idle_us != 0)
 			thread_sleep(p, idle_us);
+		else if (!p->spare_cpu)
+			sched_yield();
 	}
 	if (rte_lcore_id() != LCORE_ID_ANY)
 		rte_thread_unregister();

@@ -24,7 +24,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 run=$1 droced=$2 app=$3 secs=$4 napps=${5:-4}
 slack=${CHAOS_RSS_SLACK_KB:-32768}
 # how long each one runs at most: rounds of chaos_app, pingpong iterations
-rounds=${CHAOS_ROUNDS:-100} iters=${CHAOS_ITERS:-1000}
+rounds=${CHAOS_ROUNDS:-1000} iters=${CHAOS_ITERS:-20000}
 command -v ibv_rc_pingpong >/dev/null || { echo "no ibv_rc_pingpong: skip"; exit 77; }
 
 work=$(mktemp -d /tmp/droced-chaos.XXXXXX)

@@ -43,21 +43,7 @@ wait_listen() {
 }
 
 iters=${MANY_ITERS:-400}
-[ -n "$kill_bw" ] && iters=${MANY_ITERS:-1500}
-srv=() cli=()
-for i in $(seq 1 "$n"); do
-	p=$(free_port)
-	timeout -k 5 240 "$run" "DROCE_DAEMON=$work/a.sock" ibv_rc_pingpong -c -g 1 \
-		-n "$iters" -s 4096 -p "$p" > "$work/s$i.log" 2>&1 &
-	srv[$i]=$!
-	pids+=(${srv[$i]})
-	wait_listen "$p" "${srv[$i]}"
-	timeout -k 5 240 "$run" "DROCE_DAEMON=$work/b.sock" ibv_rc_pingpong -c -g 1 \
-		-n "$iters" -s 4096 -p "$p" 127.0.0.1 > "$work/c$i.log" 2>&1 &
-	cli[$i]=$!
-	pids+=(${cli[$i]})
-done
-
+[ -n "$kill_bw" ] && iters=${MANY_ITERS:-20000}
 if [ -n "$kill_bw" ]; then
 	p=$(free_port)
 	"$run" "DROCE_DAEMON=$work/a.sock" ib_write_bw -x 1 -D 60 -p "$p" \
@@ -71,15 +57,39 @@ if [ -n "$kill_bw" ]; then
 		> "$work/bwc.log" 2>&1 &
 	bwc=$!
 	pids+=($bwc)
-	# mid-run: its QPs are connected and moving data
+	# its QPs are connected and moving data before the pairs start
 	for _ in $(seq 1 600); do
 		grep -q "bytes" "$work/bwc.log" 2>/dev/null && break
 		kill -0 "$bwc" 2>/dev/null || break
 		sleep 0.1
 	done
-	sleep 1
+fi
+srv=() cli=()
+for i in $(seq 1 "$n"); do
+	p=$(free_port)
+	timeout -k 5 240 "$run" "DROCE_DAEMON=$work/a.sock" ibv_rc_pingpong -c -g 1 \
+		-n "$iters" -s 4096 -p "$p" > "$work/s$i.log" 2>&1 &
+	srv[$i]=$!
+	pids+=(${srv[$i]})
+	wait_listen "$p" "${srv[$i]}"
+	timeout -k 5 240 "$run" "DROCE_DAEMON=$work/b.sock" stdbuf -oL \
+		ibv_rc_pingpong -c -g 1 -n "$iters" -s 4096 -p "$p" 127.0.0.1 \
+		> "$work/c$i.log" 2>&1 &
+	cli[$i]=$!
+	pids+=(${cli[$i]})
+done
+
+if [ -n "$kill_bw" ]; then
 	# the pingpong pairs must be running beside it, or the kill proves
-	# nothing about them
+	# nothing about them: each client connected (its peer's address
+	# printed) and not done; 20,000 round trips last long past that
+	for i in $(seq 1 "$n"); do
+		for _ in $(seq 1 600); do
+			grep -q "remote address" "$work/c$i.log" 2>/dev/null && break
+			kill -0 "${cli[$i]}" 2>/dev/null || break
+			sleep 0.1
+		done
+	done
 	live=0
 	for i in $(seq 1 "$n"); do kill -0 "${cli[$i]}" 2>/dev/null && live=$((live + 1)); done
 	echo "killing ib_write_bw's client (pid $bwc) with SIGKILL, $live of $n pingpong clients running"

@@ -162,12 +162,7 @@ main(void)
 	pthread_t t;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(&n);
-	ctx = list && n > 0 ? ibv_open_device(list[0]) : NULL;
-	loop_pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	buf = aligned_alloc(4096, BUF);
-	mr = loop_pd ? ibv_reg_mr(loop_pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) :
-		NULL;
+	ctx = loop_open(&list, &buf, &mr, BUF);
 	ch = ctx ? ibv_create_comp_channel(ctx) : NULL;
 	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	cq1 = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;

@@ -31,12 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/socket.h>
 #include <sys/syscall.h>
-#include <sys/un.h>
 #include <infiniband/verbs.h>
 
 #include "verbs_loop.h"
+#include "verbs_tele.h"
 
 #define ROUNDS	200
 #define IDLE	24
@@ -182,53 +181,6 @@ wait_signalled(struct ibv_comp_channel *ch, struct ibv_cq *cqb, int flags,
 	return rc;
 }
 
-/* Counter name in the answer to cmd on a telemetry socket; -1 if none. */
-static int64_t
-telemetry_counter(const char *sock, const char *cmd, const char *name)
-{
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
-	char reply[16384], key[64], *p;
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	ssize_t n;
-
-	if (fd < 0)
-		return -1;
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", sock);
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-			read(fd, reply, sizeof(reply)) <= 0 ||	/* its hello */
-			write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd) ||
-			(n = read(fd, reply, sizeof(reply) - 1)) <= 0) {
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	reply[n] = '\0';
-	if (name == NULL) {	/* the first number of an array */
-		p = strchr(reply, '[');
-		return p ? strtoll(p + 1, NULL, 10) : -1;
-	}
-	snprintf(key, sizeof(key), "\"%s\":", name);
-	p = strstr(reply, key);
-	return p ? strtoll(p + strlen(key), NULL, 10) : -1;
-}
-
-/* In process: the port's counter; attached ("droced:SOCKET"): droced's
- * counter for this session (the only one on the daemon). */
-static int64_t
-counter(const char *tele, const char *name)
-{
-	char cmd[64];
-	int64_t id;
-
-	if (strncmp(tele, "droced:", 7) != 0)
-		return telemetry_counter(tele, "/droce/port/stats,0", name);
-	id = telemetry_counter(tele + 7, "/droced/apps", NULL);
-	if (id < 0)
-		return -1;
-	snprintf(cmd, sizeof(cmd), "/droced/app,%" PRId64, id);
-	return telemetry_counter(tele + 7, cmd, name);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -240,15 +192,10 @@ main(int argc, char **argv)
 	const char *tele = argc > 1 ? argv[1] : NULL;
 	int64_t naps0 = 0, passes0 = 0, naps, passes;
 	pthread_t t;
-	int n, r, i, events = 0, good = 0, attached;
+	int r, i, events = 0, good = 0, attached;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(&n);
-	ctx = list && n > 0 ? ibv_open_device(list[0]) : NULL;
-	loop_pd = ctx ? ibv_alloc_pd(ctx) : NULL;
-	buf = aligned_alloc(4096, BUF);
-	mr = loop_pd ? ibv_reg_mr(loop_pd, buf, BUF, IBV_ACCESS_LOCAL_WRITE) :
-		NULL;
+	ctx = loop_open(&list, &buf, &mr, BUF);
 	ch = ctx ? ibv_create_comp_channel(ctx) : NULL;
 	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	cqb = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;

@@ -11,6 +11,7 @@
  * back inside droce). make_qp takes the PD from loop_pd.
  */
 
+#include <stdlib.h>
 #include <string.h>
 #include <infiniband/verbs.h>
 
@@ -54,6 +55,25 @@ to_rts(struct ibv_qp *qp, uint32_t dqpn)
 	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
 		IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 		IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* The first device, loop_pd on it and len bytes registered for local
+ * writes (*buf, *mr): the context, or NULL (and *mr NULL) if a step
+ * failed. *list is for ibv_free_device_list. */
+static inline struct ibv_context *
+loop_open(struct ibv_device ***list, char **buf, struct ibv_mr **mr,
+		size_t len)
+{
+	struct ibv_context *ctx;
+	int n;
+
+	*list = ibv_get_device_list(&n);
+	ctx = *list && n > 0 ? ibv_open_device((*list)[0]) : NULL;
+	loop_pd = ctx ? ibv_alloc_pd(ctx) : NULL;
+	*buf = aligned_alloc(4096, len);
+	*mr = loop_pd && *buf ? ibv_reg_mr(loop_pd, *buf, len,
+		IBV_ACCESS_LOCAL_WRITE) : NULL;
+	return *mr ? ctx : NULL;
 }
 
 static inline struct ibv_qp *
