@@ -167,13 +167,8 @@ main(void)
 	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	cq1 = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;
 	cq2 = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;
-	qa1 = cqa ? make_qp(cqa) : NULL;
-	qa2 = cqa ? make_qp(cqa) : NULL;
-	qb1 = cq1 ? make_qp(cq1) : NULL;
-	qb2 = cq2 ? make_qp(cq2) : NULL;
-	if (!mr || !qa1 || !qa2 || !qb1 || !qb2 ||
-			to_rts(qa1, qb1->qp_num) || to_rts(qb1, qa1->qp_num) ||
-			to_rts(qa2, qb2->qp_num) || to_rts(qb2, qa2->qp_num)) {
+	if (!mr || loop_pair(cqa, cq1, &qa1, &qb1) != 0 ||
+			loop_pair(cqa, cq2, &qa2, &qb2) != 0) {
 		printf("FAIL: set-up: %s\n", strerror(errno));
 		return 1;
 	}

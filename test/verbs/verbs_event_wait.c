@@ -199,10 +199,7 @@ main(int argc, char **argv)
 	ch = ctx ? ibv_create_comp_channel(ctx) : NULL;
 	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	cqb = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;
-	qa = cqa ? make_qp(cqa) : NULL;
-	qb = cqb ? make_qp(cqb) : NULL;
-	if (!mr || !qa || !qb || to_rts(qa, qb->qp_num) ||
-			to_rts(qb, qa->qp_num)) {
+	if (!mr || loop_pair(cqa, cqb, &qa, &qb) != 0) {
 		printf("FAIL: set-up: %s\n", strerror(errno));
 		return 1;
 	}

@@ -88,4 +88,18 @@ make_qp(struct ibv_cq *cq)
 	return ibv_create_qp(loop_pd, &ia);
 }
 
+/* Two RC QPs, on cqa and on cqb, joined to each other and in RTS: 0, or
+ * -1 if a step failed (NULL CQs fail). */
+static inline int
+loop_pair(struct ibv_cq *cqa, struct ibv_cq *cqb, struct ibv_qp **qa,
+		struct ibv_qp **qb)
+{
+	*qa = cqa ? make_qp(cqa) : NULL;
+	*qb = cqb ? make_qp(cqb) : NULL;
+	if (*qa == NULL || *qb == NULL || to_rts(*qa, (*qb)->qp_num) ||
+			to_rts(*qb, (*qa)->qp_num))
+		return -1;
+	return 0;
+}
+
 #endif /* VERBS_LOOP_H */
