@@ -43,7 +43,7 @@ cm_held_disconnect(struct cm_id_priv *p)
 	e = cm_conn_event_new(p, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	if (e == NULL)
 		return;
-	if (p->held != NULL || p->qpn == 0 || ctx == NULL ||
+	if (p->qpn == 0 || ctx == NULL ||
 			droce_qp_cq_mark(ctx, p->qpn, &mark) != 0 ||
 			droce_qp_cq_passed(ctx, p->qpn, mark)) {
 		cm_event_post(p->chan, e);

@@ -161,7 +161,7 @@ struct cm_id_priv {
 					 * repeat; passive: the peer's did */
 	struct cm_mc *mcs;		/* groups joined */
 	/* a DISCONNECTED waiting for the QP's earlier completions to be
-	 * polled (cm_conn_held), until held_until_ms at most */
+	 * polled (cm_held.c), until held_until_ms at most */
 	struct cm_event_priv *held;
 	uint64_t held_mark, held_until_ms;
 };

@@ -33,7 +33,7 @@ struct droce_cm_stats {
 					 * grace: the request sent again */
 	uint64_t disc_held;		/* DISCONNECTED kept until the
 					 * completions before the DREQ were
-					 * polled (cm_conn_held) */
+					 * polled (cm_held.c) */
 	uint64_t disc_hold_expired;	/* ... and not polled in time */
 };
 
