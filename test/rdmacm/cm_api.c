@@ -573,6 +573,24 @@ check_disconnect_after_completion(struct rdma_cm_id *id, const char *last,
 	struct ibv_wc wc;
 	int early;
 
+	/* the verbs entries the hold stands on refuse what they cannot mark */
+	{
+		int (*mark)(struct ibv_context *, uint32_t, uint64_t *) =
+			(int (*)(struct ibv_context *, uint32_t, uint64_t *))
+			dlsym(RTLD_DEFAULT, "droce_qp_cq_mark");
+		int (*passed)(struct ibv_context *, uint32_t, uint64_t) =
+			(int (*)(struct ibv_context *, uint32_t, uint64_t))
+			dlsym(RTLD_DEFAULT, "droce_qp_cq_passed");
+		uint64_t m;
+
+		CHECK(mark != NULL && passed != NULL &&
+			mark(NULL, id->qp->qp_num, &m) == EINVAL &&
+			mark(id->verbs, id->qp->qp_num, NULL) == EINVAL &&
+			mark(id->verbs, 0xfffffe, &m) == ENOENT &&
+			passed(id->verbs, 0xfffffe, 0) == 1,
+			"droce_qp_cq_mark: EINVAL without a context or mark, "
+			"ENOENT for no such QP; a QP gone counts as polled");
+	}
 	memset(&st, 0, sizeof(st));
 	while (stats_get != NULL && stats_get(&st) == 0 &&
 			st.disc_held == held0 && now_s() < end)
