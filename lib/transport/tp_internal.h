@@ -340,6 +340,10 @@ struct droce_qp {
 	struct droce_av av;
 	struct droce_pkt tmpl;	/* header template from the AV */
 	struct droce_hdr_tmpl htmpl;	/* the same laid out (RC, UC) */
+	/* what the peer's frames fix (RC, UC over IPv4 without VLAN): the
+	 * receive's wide check instead of the full parse (tp_recv.c) */
+	struct droce_rx_tmpl rx_tmpl;
+	uint8_t rx_fast;
 
 	/* requester */
 	struct tp_sq sq;

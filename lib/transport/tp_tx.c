@@ -110,6 +110,29 @@ fill_l2l4(struct droce_dev *dev, struct droce_pkt *p, const struct droce_av *av,
 	p->pkey = 0xffff;
 }
 
+/*
+ * The receive template of a connected QP: frames from its peer to the
+ * GID it sends from, which the device must own (the full receive takes
+ * frames to any of the device's GIDs and the rest: XRC, VLAN, IPv6).
+ */
+static void
+set_rx_template(struct droce_qp *qp)
+{
+	const struct droce_dev *dev = qp->dev;
+
+	qp->rx_fast = 0;
+	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) || qp->xrc ||
+			qp->tmpl.has_vlan || qp->tmpl.ip_ver != 4 ||
+			qp->av.sgid_index >= DROCE_MAX_GIDS ||
+			!dev->conf.gids[qp->av.sgid_index].valid)
+		return;
+	if (droce_wire_rx_tmpl_init(&qp->rx_tmpl, dev->conf.mac,
+			qp->tmpl.sgid, qp->tmpl.dgid, qp->qpn,
+			qp->type == IBV_QPT_UC ? DROCE_TRANSPORT_UC :
+			DROCE_TRANSPORT_RC) == 0)
+		qp->rx_fast = 1;
+}
+
 void
 tp_qp_set_template(struct droce_qp *qp)
 {
@@ -125,6 +148,7 @@ tp_qp_set_template(struct droce_qp *qp)
 		droce_udp_sport_flow(qp->qpn, qp->dest_qpn, qp->av.flow_label);
 	fill_l2l4(qp->dev, &qp->tmpl, &qp->av, sport);
 	droce_wire_tmpl_init(&qp->htmpl, &qp->tmpl);
+	set_rx_template(qp);
 }
 
 void

@@ -392,6 +392,37 @@ struct droce_hdr_tmpl {
 	uint32_t ip_csum_base;	/**< IPv4: header sum without total length */
 };
 
+/** Bytes of a frame a receive template covers (Ethernet, IPv4, UDP, the
+ *  BTH to the QPN's first byte), and the shortest frame it can match. */
+#define DROCE_RX_TMPL_LEN 48
+#define DROCE_RX_FAST_MIN_LEN (DROCE_ETH_HLEN + DROCE_IPV4_HLEN + \
+	DROCE_UDP_HLEN + DROCE_BTH_LEN + DROCE_ICRC_LEN)
+
+/**
+ * What every frame from a connected QP's peer has in its first bytes (IPv4,
+ * no VLAN): the device's MAC, IPv4 without options and not a fragment, UDP
+ * to port 4791, the two addresses, and in the BTH the QP's transport, TVer
+ * 0, the default P_Key and the QP's number. want holds the bytes, mask the
+ * bits that are fixed; the rest (lengths, IP id, TTL, TOS, sums, UDP source
+ * port, opcode, PSN) varies from frame to frame.
+ */
+struct droce_rx_tmpl {
+	uint8_t want[DROCE_RX_TMPL_LEN] __attribute__((aligned(16)));
+	uint8_t mask[DROCE_RX_TMPL_LEN] __attribute__((aligned(16)));
+};
+
+/**
+ * The receive template of a QP numbered qpn of transport (DROCE_TRANSPORT_RC
+ * or _UC) on a port with MAC mac, whose own GID is local and its peer's
+ * peer. For droce_wire_parse_rx_fast() (wire_parse.h).
+ *
+ * @return 0, or -ENOTSUP where a GID is not IPv4 (the frames are IPv6: the
+ *         full parse takes them) or the transport is neither.
+ */
+int droce_wire_rx_tmpl_init(struct droce_rx_tmpl *t, const uint8_t mac[6],
+		const uint8_t local[16], const uint8_t peer[16], uint32_t qpn,
+		uint8_t transport);
+
 /**
  * Lay out the template from pkt's Ethernet, IP, UDP fields and P_Key.
  * @return 0, or -EINVAL for an IP version other than 4 or 6.
@@ -479,6 +510,20 @@ droce_icrc_final(uint32_t state)
  * bytes from there up to (not including) the ICRC.
  */
 uint32_t droce_icrc(const uint8_t *l3, uint32_t len);
+
+/** The engine droce_icrc_v4() calls: the CRC engine's, straight. */
+extern uint32_t (*droce_icrc_v4_engine)(const uint8_t *l3, uint32_t len);
+
+/**
+ * droce_icrc() of an IPv4 packet whose IP, UDP and BTH headers are all
+ * there (len >= 40): one call into the CRC engine, without the IP
+ * version's and the engine's tests, for the per-frame paths.
+ */
+static inline uint32_t
+droce_icrc_v4(const uint8_t *l3, uint32_t len)
+{
+	return droce_icrc_v4_engine(l3, len);
+}
 
 /**
  * The ICRC Linux rxe (kernel 6.2 and later) puts on a FLUSH: its opcode

@@ -181,7 +181,9 @@ droce_wire_finish_inline(uint8_t *buf, uint32_t hdr_len, uint32_t payload_len)
 
 	/* the pad bytes (0-3), as one store: the ICRC goes over them */
 	memset(buf + hdr_len + payload_len, 0, 4);
-	icrc = droce_icrc(ip, end - l3off);
+	/* every frame built has its headers whole */
+	icrc = (ip[0] >> 4) == 4 ? droce_icrc_v4(ip, end - l3off) :
+		droce_icrc(ip, end - l3off);
 	put_le32(buf + end, icrc);
 	/* IPv6 forbids a zero UDP checksum (RFC 8200 8.1). */
 	if ((ip[0] >> 4) == 6)

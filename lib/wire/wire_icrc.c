@@ -473,7 +473,23 @@ icrc_fold(const uint8_t *l3, uint32_t len, uint32_t iplen)
 	return iplen == DROCE_IPV4_HLEN ? icrc_fold_v(l3, len, 0) :
 		icrc_fold_v(l3, len, 1);
 }
+
+__attribute__((target(CLMUL_TARGET)))
+static uint32_t
+icrc_v4_fold(const uint8_t *l3, uint32_t len)
+{
+	return droce_icrc_final(icrc_fold_v(l3, len, 0));
+}
 #endif
+
+static uint32_t
+icrc_v4_any(const uint8_t *l3, uint32_t len)
+{
+	return droce_icrc(l3, len);
+}
+
+uint32_t (*droce_icrc_v4_engine)(const uint8_t *l3, uint32_t len) =
+	icrc_v4_any;
 
 typedef uint32_t (*crc_fn)(uint32_t, const void *, size_t);
 static crc_fn crc_engine = droce_crc32_update_sw;
@@ -486,6 +502,7 @@ droce_crc32_set_engine(const char *name)
 {
 	if (strcmp(name, "table") == 0) {
 		crc_engine = droce_crc32_update_sw;
+		droce_icrc_v4_engine = icrc_v4_any;
 		return 0;
 	}
 #if defined(__x86_64__)
@@ -496,6 +513,7 @@ droce_crc32_set_engine(const char *name)
 	if (strcmp(name, "pclmul") == 0) {
 		fold_engine = fold_clmul;
 		crc_engine = crc32_update_fold;
+		droce_icrc_v4_engine = icrc_v4_fold;
 		return 0;
 	}
 	if (strcmp(name, "vpclmul") == 0 &&
@@ -505,6 +523,7 @@ droce_crc32_set_engine(const char *name)
 			__builtin_cpu_supports("avx512vl")) {
 		fold_engine = fold_vclmul;
 		crc_engine = crc32_update_fold;
+		droce_icrc_v4_engine = icrc_v4_fold;
 		return 0;
 	}
 #endif

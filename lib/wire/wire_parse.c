@@ -5,6 +5,7 @@
 /* Strict parser: its error names, and the exported entry to the parse in
  * wire_parse.h. */
 
+#include <errno.h>
 #include <string.h>
 
 #include "droce_wire.h"
@@ -74,4 +75,42 @@ droce_wire_peek_dqpn(const uint8_t *f, uint32_t len)
 			get_be16(f + l4 + 2) != DROCE_ROCE_UDP_PORT)
 		return -1;
 	return get_be24(f + l4 + DROCE_UDP_HLEN + 5);
+}
+
+int
+droce_wire_rx_tmpl_init(struct droce_rx_tmpl *t, const uint8_t mac[6],
+		const uint8_t local[16], const uint8_t peer[16], uint32_t qpn,
+		uint8_t transport)
+{
+	const uint32_t ip = DROCE_ETH_HLEN, udp = ip + DROCE_IPV4_HLEN,
+		bth = udp + DROCE_UDP_HLEN;
+	uint32_t a;
+
+	memset(t, 0, sizeof(*t));
+	if (!droce_gid_is_ipv4(local, &a) || !droce_gid_is_ipv4(peer, &a) ||
+			(transport != DROCE_TRANSPORT_RC &&
+			transport != DROCE_TRANSPORT_UC))
+		return -ENOTSUP;
+	memcpy(t->want, mac, 6);
+	memset(t->mask, 0xff, 6);
+	put_be16(t->want + 12, ETHERTYPE_IPV4);
+	t->want[ip] = 0x45;		/* version 4, no options */
+	t->want[ip + 9] = IPPROTO_UDP_;
+	memcpy(t->want + ip + 12, peer + 12, 4);
+	memcpy(t->want + ip + 16, local + 12, 4);
+	put_be16(t->want + udp + 2, DROCE_ROCE_UDP_PORT);
+	t->want[bth] = transport;
+	put_be16(t->want + bth + 2, 0xffff);
+	t->want[bth + 5] = (uint8_t)(qpn >> 16);
+	memset(t->mask + 12, 0xff, 3);		/* ethertype, version */
+	t->mask[ip + 6] = 0x3f;			/* MF, fragment offset */
+	t->mask[ip + 7] = 0xff;
+	t->mask[ip + 9] = 0xff;
+	memset(t->mask + ip + 12, 0xff, 8);	/* the addresses */
+	memset(t->mask + udp + 2, 0xff, 2);
+	t->mask[bth] = DROCE_TRANSPORT_MASK;
+	t->mask[bth + 1] = 0x0f;		/* TVer */
+	memset(t->mask + bth + 2, 0xff, 2);	/* P_Key */
+	t->mask[bth + 5] = 0xff;
+	return 0;
 }

@@ -15,6 +15,9 @@
  */
 
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "droce_wire.h"
 #include "wire_bytes.h"
@@ -338,6 +341,109 @@ droce_wire_parse_rx(const uint8_t *f, uint32_t len,
 		const struct droce_parse_opts *opts, struct droce_pkt *pkt)
 {
 	return wire_parse_frame(f, len, opts, pkt, false);
+}
+
+/* The QPN a frame names where an IPv4 frame without VLAN has it: which
+ * QP's receive template to try (len >= DROCE_RX_FAST_MIN_LEN). */
+static inline uint32_t
+droce_wire_rx_fast_qpn(const uint8_t *f)
+{
+	return get_be24_after(f + DROCE_ETH_HLEN + DROCE_IPV4_HLEN +
+		DROCE_UDP_HLEN + 5);
+}
+
+/* The frame's first bytes are what t fixes: three 16-byte compares. */
+static inline __attribute__((always_inline)) int
+rx_tmpl_match(const uint8_t *f, const struct droce_rx_tmpl *t)
+{
+#if defined(__SSE2__)
+	const __m128i *w = (const __m128i *)t->want;
+	const __m128i *m = (const __m128i *)t->mask;
+	__m128i d;
+
+	d = _mm_and_si128(_mm_xor_si128(_mm_loadu_si128(
+		(const __m128i *)f), w[0]), m[0]);
+	d = _mm_or_si128(d, _mm_and_si128(_mm_xor_si128(_mm_loadu_si128(
+		(const __m128i *)(f + 16)), w[1]), m[1]));
+	d = _mm_or_si128(d, _mm_and_si128(_mm_xor_si128(_mm_loadu_si128(
+		(const __m128i *)(f + 32)), w[2]), m[2]));
+	return _mm_movemask_epi8(_mm_cmpeq_epi8(d,
+		_mm_setzero_si128())) == 0xffff;
+#else
+	uint64_t d = 0, a, b, c;
+	unsigned int i;
+
+	for (i = 0; i < DROCE_RX_TMPL_LEN; i += 8) {
+		memcpy(&a, f + i, 8);
+		memcpy(&b, t->want + i, 8);
+		memcpy(&c, t->mask + i, 8);
+		d |= (a ^ b) & c;
+	}
+	return d == 0;
+#endif
+}
+
+/*
+ * The receive of a frame from a connected QP's peer, by the QP's template
+ * t: for a frame that matches it, the checks of droce_wire_parse_rx (with
+ * the transport's options: RC and UC allowed, the ICRC checked, path MTU
+ * 4096, no UDP checksum) and its fields, but for sgid and dgid, which the
+ * template pinned. What t fixes is checked in three wide compares instead
+ * of field by field. 0 when the frame passes; 1 for anything else (another
+ * layout or connection, or a defect of any kind): the full parse then
+ * judges it and names the defect. len >= DROCE_RX_FAST_MIN_LEN.
+ */
+static inline __attribute__((always_inline)) int
+droce_wire_parse_rx_fast(const uint8_t *f, uint32_t len,
+		const struct droce_rx_tmpl *t, struct droce_pkt *pkt)
+{
+	const uint8_t *bth = f + DROCE_ETH_HLEN + DROCE_IPV4_HLEN +
+		DROCE_UDP_HLEN;
+	const struct droce_opcode_info *oi;
+	uint32_t l3_total, udp_len, end, body, pad;
+
+	if (!rx_tmpl_match(f, t))
+		return 1;
+	l3_total = get_be16(f + DROCE_ETH_HLEN + 2);
+	udp_len = get_be16(bth - DROCE_UDP_HLEN + 4);
+	end = DROCE_ETH_HLEN + l3_total;
+	/* the UDP length agrees with the IP one (so that covers the UDP
+	 * header and a BTH), and the datagram lies in the frame */
+	if (udp_len != l3_total - DROCE_IPV4_HLEN ||
+			udp_len < DROCE_UDP_HLEN + DROCE_BTH_LEN || end > len ||
+			ipv4_hdr_csum(f + DROCE_ETH_HLEN) != 0)
+		return 1;
+	oi = &droce_opcode_info[bth[0]];
+	if (!oi->valid ||
+			udp_len < DROCE_UDP_HLEN + (uint32_t)oi->hdr_len +
+			DROCE_ICRC_LEN)
+		return 1;
+	body = udp_len - DROCE_UDP_HLEN - oi->hdr_len - DROCE_ICRC_LEN;
+	pad = (bth[1] >> 4) & 3;
+	/* whole words; and the length rules (C9-92), whose defects the
+	 * full parse reports with the packet filled */
+	if ((body & 3) != 0 || pad > body || body - pad > 4096 ||
+			(!(oi->flags & DROCE_OPF_PAYLOAD) && body != 0) ||
+			(pad && !(oi->flags & DROCE_OPF_END)))
+		return 1;
+	if (droce_icrc_v4(f + DROCE_ETH_HLEN, end - 4 - DROCE_ETH_HLEN) !=
+			get_le32(f + end - 4))
+		return 1;
+	pkt->ip_ver = 4;
+	pkt->tclass = f[DROCE_ETH_HLEN + 1];
+	pkt->l3_off = DROCE_ETH_HLEN;
+	pkt->opcode = bth[0];
+	pkt->se = bth[1] >> 7;
+	pkt->padcnt = (uint8_t)pad;
+	pkt->pkey = 0xffff;
+	pkt->dqpn = get_be24_after(bth + 5);
+	pkt->ackreq = bth[8] >> 7;
+	pkt->psn = get_be24_after(bth + 9);
+	parse_ext(bth, oi, pkt);
+	pkt->payload = bth + oi->hdr_len;
+	pkt->payload_len = body - pad;
+	pkt->icrc_rxe_flush = 0;
+	return 0;
 }
 
 #endif /* WIRE_PARSE_H */

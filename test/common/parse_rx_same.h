@@ -18,13 +18,15 @@
 #include "droce_wire.h"
 #include "wire_parse.h"
 
-/* The transport's fields of two parses of one frame agree. */
+/* The transport's fields of two parses of one frame agree (gids: the
+ * addresses too). */
 static inline int
-rx_fields_equal(const struct droce_pkt *a, const struct droce_pkt *b)
+rx_fields_agree(const struct droce_pkt *a, const struct droce_pkt *b,
+		int gids)
 {
 	return a->ip_ver == b->ip_ver && a->tclass == b->tclass &&
-		memcmp(a->sgid, b->sgid, 16) == 0 &&
-		memcmp(a->dgid, b->dgid, 16) == 0 && a->l3_off == b->l3_off &&
+		(!gids || (memcmp(a->sgid, b->sgid, 16) == 0 &&
+		memcmp(a->dgid, b->dgid, 16) == 0)) && a->l3_off == b->l3_off &&
 		a->opcode == b->opcode && a->se == b->se &&
 		a->padcnt == b->padcnt && a->pkey == b->pkey &&
 		a->dqpn == b->dqpn && a->ackreq == b->ackreq &&
@@ -46,6 +48,12 @@ rx_fields_equal(const struct droce_pkt *a, const struct droce_pkt *b)
 		a->xrceth_srqn == b->xrceth_srqn;
 }
 
+static inline int
+rx_fields_equal(const struct droce_pkt *a, const struct droce_pkt *b)
+{
+	return rx_fields_agree(a, b, 1);
+}
+
 /* Both parses of one frame; the full parse's verdict. */
 static inline int
 parse_rx_same(const uint8_t *b, uint32_t len, const struct droce_parse_opts *o)
@@ -63,6 +71,64 @@ parse_rx_same(const uint8_t *b, uint32_t len, const struct droce_parse_opts *o)
 		CHECK(rx_fields_equal(&pkt, &rx),
 			"receive parse fills other fields (rc %d)", rc);
 	return rc;
+}
+
+/*
+ * The receive template of the QP frame t (len bytes) is for, from its
+ * peer; tp gets t's parse. 0, or -1 where there is none (t is not a
+ * whole RC or UC frame over IPv4 without VLAN).
+ */
+static inline int
+rx_tmpl_of(const uint8_t *t, uint32_t len, struct droce_rx_tmpl *tm,
+		struct droce_pkt *tp)
+{
+	uint8_t tr;
+
+	if (droce_wire_parse(t, len, NULL, tp) != 0 || tp->has_vlan)
+		return -1;
+	tr = tp->opcode & DROCE_TRANSPORT_MASK;
+	return droce_wire_rx_tmpl_init(tm, tp->dst_mac, tp->dgid, tp->sgid,
+		tp->dqpn, tr) == 0 ? 0 : -1;
+}
+
+/*
+ * The fast receive (droce_wire_parse_rx_fast) of frame b, len bytes, by
+ * the template of the QP that frame t (tlen bytes) is for, where the
+ * transport would try it (b names that QP): whatever it accepts, the full
+ * parse accepts as a frame of that QP from its peer (our MAC and GID, the
+ * peer's GID, P_Key, QPN, transport: what the full receive then checks),
+ * with the same fields but for the GIDs. 1 if it accepted b.
+ */
+static inline int
+parse_rx_fast_same(const uint8_t *b, uint32_t len, const uint8_t *t,
+		uint32_t tlen)
+{
+	struct droce_pkt tp, fast, full;
+	struct droce_rx_tmpl tm;
+	int rc;
+
+	if (rx_tmpl_of(t, tlen, &tm, &tp) != 0 || len < DROCE_RX_FAST_MIN_LEN ||
+			droce_wire_rx_fast_qpn(b) != tp.dqpn)
+		return 0;
+	memset(&fast, 0xa5, sizeof(fast));
+	memset(&full, 0xa5, sizeof(full));
+	if (droce_wire_parse_rx_fast(b, len, &tm, &fast) != 0)
+		return 0;
+	rc = droce_wire_parse(b, len, NULL, &full);
+	CHECK(rc == 0, "fast receive accepts what the full parse rejects: %s",
+		droce_wire_strerror(rc));
+	if (rc != 0)
+		return 1;
+	CHECK(rx_fields_agree(&full, &fast, 0),
+		"fast receive fills other fields");
+	CHECK(memcmp(full.dst_mac, tp.dst_mac, 6) == 0 &&
+		memcmp(full.dgid, tp.dgid, 16) == 0 &&
+		memcmp(full.sgid, tp.sgid, 16) == 0 && !full.has_vlan &&
+		full.pkey == 0xffff && full.dqpn == tp.dqpn &&
+		(full.opcode & DROCE_TRANSPORT_MASK) ==
+		(tp.opcode & DROCE_TRANSPORT_MASK),
+		"fast receive takes a frame of another connection");
+	return 1;
 }
 
 #endif /* PARSE_RX_SAME_H */

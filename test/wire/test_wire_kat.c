@@ -46,7 +46,7 @@ main(int argc, char **argv)
 {
 	static uint8_t buf[16384];
 	unsigned int per_op[256] = { 0 };
-	int total = 0, i, a, n;
+	int total = 0, fast = 0, want_fast = 0, i, a, n;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s PCAP...\n", argv[0]);
@@ -72,6 +72,16 @@ main(int argc, char **argv)
 			if (rc)
 				continue;
 			parse_rx_same(fr[i].data, fr[i].len, NULL);
+			/* every whole RC or UC frame over IPv4 takes the
+			 * fast receive of its QP (but a FLUSH with rxe's
+			 * ICRC: the full one marks it) */
+			fast += parse_rx_fast_same(fr[i].data, fr[i].len,
+				fr[i].data, fr[i].len);
+			if (pkt.ip_ver == 4 && !pkt.has_vlan &&
+					!pkt.icrc_rxe_flush &&
+					(pkt.opcode & DROCE_TRANSPORT_MASK) <=
+					DROCE_TRANSPORT_UC)
+				want_fast++;
 			per_op[pkt.opcode]++;
 			blen = droce_wire_build(&pkt, buf, sizeof(buf));
 			CHECK(blen == (int)fr[i].len,
@@ -91,6 +101,9 @@ main(int argc, char **argv)
 		if (per_op[i])
 			printf("  %-40s %u\n", droce_opcode_info[i].name,
 				per_op[i]);
-	printf("total %d RoCEv2 frames\n", total);
+	printf("total %d RoCEv2 frames, %d by the fast receive\n", total,
+		fast);
+	CHECK(fast == want_fast && fast > 0,
+		"fast receive took %d frames, want %d", fast, want_fast);
 	return check_report("test_wire_kat");
 }

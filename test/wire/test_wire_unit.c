@@ -226,6 +226,9 @@ test_crc_engine(void)
 		m[8 + ip + 6] = m[8 + ip + 7] = m[8 + ip + 8 + 4] = 0xff;
 		ref = ~droce_crc32_update_sw(0xffffffffu, m, n + 8);
 		CHECK_EQ(droce_icrc(f, n), ref, "ICRC vs definition");
+		if (ip == 20)
+			CHECK_EQ(droce_icrc_v4(f, n), ref,
+				"IPv4 ICRC vs definition");
 	}
 }
 
