@@ -252,6 +252,24 @@ send_responses(struct droce_qp *qp, int *sent)
 }
 
 /*
+ * An ACK sent from the owner's context, outside a progress pass, and out
+ * at once. The queue's frame budget there is what the last pass left:
+ * none after a pass that used it all (a busy queue), and the ACK, refused
+ * for it, was never sent. It gets a frame of its own.
+ */
+static void
+send_ack_now(struct droce_qp *qp)
+{
+	struct droce_tp_queue *q = qp->queue;
+	uint32_t budget = q->tx_budget;
+
+	q->tx_budget = 1;
+	if (send_ack(qp))
+		tp_tx_flush(q);
+	q->tx_budget = budget;
+}
+
+/*
  * An RC QP about to be destroyed (owner context): its last ACK once more.
  * The peer may not have heard it (lost) and would retransmit to a QP
  * that is gone and end in RETRY_EXC_ERR: perftest's closing handshake
@@ -262,13 +280,12 @@ send_responses(struct droce_qp *qp, int *sent)
 void
 tp_resp_last_ack(struct droce_qp *qp)
 {
-	if (qp->type != IBV_QPT_RC || qp->st.acks_tx == 0 || qp->ack_is_nak ||
-			qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT ||
-			!tp_tx_room(qp->queue))
+	if (qp->type != IBV_QPT_RC || (qp->st.acks_tx == 0 &&
+			!qp->ack_pending) || qp->ack_is_nak ||
+			qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT)
 		return;
 	/* out now: no pass of the queue will flush it for this QP */
-	if (send_ack(qp))
-		tp_tx_flush(qp->queue);
+	send_ack_now(qp);
 }
 
 /*
@@ -282,12 +299,10 @@ tp_resp_last_ack(struct droce_qp *qp)
 void
 tp_resp_ack_before_error(struct droce_qp *qp)
 {
-	if (qp->type != IBV_QPT_RC || !qp->ack_pending || qp->ack_is_nak ||
-			!tp_tx_room(qp->queue))
+	if (qp->type != IBV_QPT_RC || !qp->ack_pending || qp->ack_is_nak)
 		return;
 	qp->ack_hold = 0;
-	if (send_ack(qp))
-		tp_tx_flush(qp->queue);
+	send_ack_now(qp);
 }
 
 int

@@ -96,6 +96,20 @@ setup(void)
 	CHECK_EQ(fl_connect(&L, S[0].qp, S[1].qp, &o), 0, "connect");
 }
 
+static void
+teardown(void)
+{
+	int s;
+
+	for (s = 0; s < 2; s++) {
+		if (S[s].qp != NULL)
+			droce_qp_destroy(S[s].qp);
+		droce_cq_destroy(S[s].cq);
+		tbuf_fini(&S[s].buf);
+		memset(&S[s], 0, sizeof(S[s]));
+	}
+}
+
 /* B's ACKs (direction 1) sent in a pass without a WRITE of B's */
 static unsigned int
 lone_acks(unsigned int from)
@@ -209,11 +223,33 @@ main(void)
 		droce_wc_status_str(wc.status));
 	CHECK_EQ(fl_run_idle(&L, 10000000), 0, "idle");
 	L.filter = NULL;
-	for (v = 0; v < 2; v++) {
-		droce_qp_destroy(S[v].qp);
-		droce_cq_destroy(S[v].cq);
-		tbuf_fini(&S[v].buf);
+	teardown();
+
+	/* B's QP destroyed while its ACK waits for an answer, right after
+	 * a pass that spent its queue's whole frame budget (a busy queue):
+	 * the ACK still goes, and A's WRITE completes instead of being
+	 * retried into a QP that is gone (RETRY_EXC_ERR) */
+	setup();
+	for (v = 20; v <= 21; v++) {
+		write_to_peer(0, v);
+		CHECK(wait_byte(1, v) == 0, "B sees %u", v);
+		write_to_peer(1, v);
+		CHECK(wait_byte(0, v) == 0, "A sees %u", v);
+		CHECK(wait_wc(&L, S[0].cq, &wc, 10000000) == 0 &&
+			wait_wc(&L, S[1].cq, &wc, 10000000) == 0,
+			"round %u done", v);
 	}
+	write_to_peer(0, 22);
+	CHECK_EQ(wait_byte(1, 22), 0, "B sees 22");
+	CHECK(droce_cq_poll(S[0].cq, &wc, 1) == 0, "22: B's ACK held");
+	droce_tp_progress(L.end[1].q, L.now, 0);
+	droce_qp_destroy(S[1].qp);
+	S[1].qp = NULL;
+	CHECK_EQ(wait_wc(&L, S[0].cq, &wc, 10000000), 0, "A's 22 done");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 22,
+		"22: ACKed as B's QP was destroyed (%s)",
+		droce_wc_status_str(wc.status));
+	teardown();
 	fl_fini(&L);
 	return check_report("test_tp_pingpong");
 }
