@@ -36,7 +36,7 @@ import sys
 path, op, size, msgs = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 # innermost phase first: the first rule with a function on the chain wins
 RULES = [
-    ("ICRC", ("droce_icrc", "icrc_fold", "droce_icrc_hdr",
+    ("ICRC", ("droce_icrc", "icrc_fold", "icrc_v4_fold", "droce_icrc_hdr",
               "droce_wire_icrc_begin", "droce_wire_icrc_end")),
     ("payload gather", ("tp_sge_copy_out", "tp_sge_spans")),
     ("completion", ("tp_wqe_done", "tp_comp_retire", "tp_cq_commit",

@@ -1130,6 +1130,16 @@ void tp_resp_last_ack(struct droce_qp *qp);
 void tp_resp_ack_before_error(struct droce_qp *qp);
 int tp_resp_progress(struct droce_qp *qp);
 void tp_resp_res_resized(struct droce_qp *qp);
+/*
+ * The answer to a one-packet READ (its data at src, found by the request's
+ * key lookup) or an atomic, sent from the receive that executed it: no
+ * second lookup, no turn over the resources. Only when no answer is
+ * pending before it, the queue has a frame to give, the QP is not paced
+ * and the payload is copied (not sent by reference); else 0, and the
+ * progress turn answers it as any other.
+ */
+int tp_resp_answer_now(struct droce_qp *qp, struct tp_res *r,
+		const uint8_t *src);
 int tp_resp_busy(const struct droce_qp *qp);
 
 /* tp_req_small.c */

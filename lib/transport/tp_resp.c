@@ -428,6 +428,7 @@ res_alloc(struct droce_qp *qp)
 static int
 exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 {
+	const uint8_t *src = NULL;
 	struct tp_res *r;
 	uint32_t npsn;
 
@@ -435,10 +436,12 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
 		return -1;
 	}
-	/* the whole range now; each response looks its piece up again */
+	/* the whole range now; a response sent later looks its piece up
+	 * again (the memory may go meanwhile), one sent now uses this */
 	if (pkt->reth_len && (!(qp->access & IBV_ACCESS_REMOTE_READ) ||
-			tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
-			pkt->reth_len, IBV_ACCESS_REMOTE_READ, NULL) == NULL)) {
+			(src = tp_rkey_resolve(qp, pkt->reth_rkey,
+			pkt->reth_va, pkt->reth_len, IBV_ACCESS_REMOTE_READ,
+			NULL)) == NULL)) {
 		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
 		return -1;
 	}
@@ -452,9 +455,10 @@ exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->len = r->end = pkt->reth_len;
 	r->cur_psn = pkt->psn;
 	r->sent = 0;
-	tp_res_set_pending(qp, r);
 	r->msn = qp->msn;
 	qp->epsn = droce_psn_add(pkt->psn, npsn);
+	if (!tp_resp_answer_now(qp, r, src))
+		tp_res_set_pending(qp, r);
 	return 0;
 }
 
@@ -489,8 +493,9 @@ exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
 	r->first_psn = r->last_psn = pkt->psn;
 	r->orig = orig;
 	r->msn = qp->msn;
-	tp_res_set_pending(qp, r);
 	qp->epsn = droce_psn_add(pkt->psn, 1);
+	if (!tp_resp_answer_now(qp, r, NULL))
+		tp_res_set_pending(qp, r);
 	return 0;
 }
 

@@ -104,31 +104,18 @@ read_memory_gone(struct droce_qp *qp, struct tp_res *r)
 	tp_resp_nak(qp, r->cur_psn, DROCE_AETH_NAK_REM_ACC);
 }
 
-/* One READ response packet or one atomic ACK from resource r (an ATOMIC
- * WRITE's is a READ response ONLY of no payload: its len is 0): 1 when
- * it went, 0 when the turn must end. */
-static int
-send_res(struct droce_qp *qp, struct tp_res *r)
+/* The frame of res_frame's answer: plen bytes of READ response from src,
+ * or the atomic ACK. 1 when it went, 0 when the turn must end. */
+static inline __attribute__((always_inline)) int
+res_frame(struct droce_qp *qp, struct tp_res *r, const uint8_t *src,
+		uint32_t plen)
 {
 	struct droce_tp_queue *q = qp->queue;
 	struct droce_txbuf *b;
 	struct droce_pkt p;	/* BTH and after: the rest is qp->htmpl */
-	const uint8_t *src = NULL;
-	uint32_t plen = 0;
 	uint8_t *buf;
 	int hlen, first, last;
 
-	if (!r->is_atomic) {
-		plen = r->end - r->sent > qp->mtu ? qp->mtu : r->end - r->sent;
-		/* the key's memory now, not when the READ came: it may
-		 * have gone since */
-		if (plen && (src = tp_rkey_resolve_ahead(qp, r->rkey,
-				r->va + r->sent, plen, r->end - r->sent,
-				IBV_ACCESS_REMOTE_READ, NULL)) == NULL) {
-			read_memory_gone(qp, r);
-			return 0;
-		}
-	}
 	buf = tp_tx_get(q, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
 	if (buf == NULL)
 		return 0;
@@ -166,6 +153,44 @@ send_res(struct droce_qp *qp, struct tp_res *r)
 		if (r->sent >= r->end)
 			tp_res_clear_pending(qp, r);
 	}
+	return 1;
+}
+
+/* One READ response packet or one atomic ACK from resource r (an ATOMIC
+ * WRITE's is a READ response ONLY of no payload: its len is 0): 1 when
+ * it went, 0 when the turn must end. */
+static int
+send_res(struct droce_qp *qp, struct tp_res *r)
+{
+	const uint8_t *src = NULL;
+	uint32_t plen = 0;
+
+	if (!r->is_atomic) {
+		plen = r->end - r->sent > qp->mtu ? qp->mtu : r->end - r->sent;
+		/* the key's memory now, not when the READ came: it may
+		 * have gone since */
+		if (plen && (src = tp_rkey_resolve_ahead(qp, r->rkey,
+				r->va + r->sent, plen, r->end - r->sent,
+				IBV_ACCESS_REMOTE_READ, NULL)) == NULL) {
+			read_memory_gone(qp, r);
+			return 0;
+		}
+	}
+	return res_frame(qp, r, src, plen);
+}
+
+int
+tp_resp_answer_now(struct droce_qp *qp, struct tp_res *r, const uint8_t *src)
+{
+	struct droce_tp_queue *q = qp->queue;
+
+	if (qp->res_pending || !tp_tx_room(q) || tp_cc_wait(qp) ||
+			(!r->is_atomic && (r->end > qp->mtu ||
+			tp_tx_zc_wanted(q, qp->tmpl.ip_ver, r->end))))
+		return 0;
+	if (!res_frame(qp, r, src, r->is_atomic ? 0 : r->end))
+		return 0;
+	qp->res_send = qp->res_next;
 	return 1;
 }
 
