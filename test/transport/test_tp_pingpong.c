@@ -96,6 +96,24 @@ setup(void)
 	CHECK_EQ(fl_connect(&L, S[0].qp, S[1].qp, &o), 0, "connect");
 }
 
+/* rounds from..to, each WRITE answered by one the other way, all done */
+static void
+answered_rounds(uint8_t from, uint8_t to)
+{
+	struct ibv_wc wc;
+	uint8_t v;
+
+	for (v = from; v <= to; v++) {
+		write_to_peer(0, v);
+		CHECK(wait_byte(1, v) == 0, "B sees %u", v);
+		write_to_peer(1, v);
+		CHECK(wait_byte(0, v) == 0, "A sees %u", v);
+		CHECK(wait_wc(&L, S[0].cq, &wc, 10000000) == 0 &&
+			wait_wc(&L, S[1].cq, &wc, 10000000) == 0,
+			"round %u done", v);
+	}
+}
+
 static void
 teardown(void)
 {
@@ -199,15 +217,7 @@ main(void)
 	/* B leaves for the error state while its ACK waits for an answer
 	 * (libfabric closing a connection right after a receive): the
 	 * ACK goes first, and A's WRITE completes */
-	for (v = 17; v <= 18; v++) {
-		write_to_peer(0, v);
-		CHECK(wait_byte(1, v) == 0, "B sees %u", v);
-		write_to_peer(1, v);
-		CHECK(wait_byte(0, v) == 0, "A sees %u", v);
-		CHECK(wait_wc(&L, S[0].cq, &wc, 10000000) == 0 &&
-			wait_wc(&L, S[1].cq, &wc, 10000000) == 0,
-			"round %u done", v);
-	}
+	answered_rounds(17, 18);
 	write_to_peer(0, 19);
 	CHECK_EQ(wait_byte(1, 19), 0, "B sees 19");
 	CHECK(droce_cq_poll(S[0].cq, &wc, 1) == 0, "19: B's ACK held");
@@ -230,15 +240,7 @@ main(void)
 	 * the ACK still goes, and A's WRITE completes instead of being
 	 * retried into a QP that is gone (RETRY_EXC_ERR) */
 	setup();
-	for (v = 20; v <= 21; v++) {
-		write_to_peer(0, v);
-		CHECK(wait_byte(1, v) == 0, "B sees %u", v);
-		write_to_peer(1, v);
-		CHECK(wait_byte(0, v) == 0, "A sees %u", v);
-		CHECK(wait_wc(&L, S[0].cq, &wc, 10000000) == 0 &&
-			wait_wc(&L, S[1].cq, &wc, 10000000) == 0,
-			"round %u done", v);
-	}
+	answered_rounds(20, 21);
 	write_to_peer(0, 22);
 	CHECK_EQ(wait_byte(1, 22), 0, "B sees 22");
 	CHECK(droce_cq_poll(S[0].cq, &wc, 1) == 0, "22: B's ACK held");
