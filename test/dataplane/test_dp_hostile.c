@@ -329,10 +329,15 @@ case_control(const char *what, uint32_t trailer)
 	expect_unchanged(what);
 }
 
-/* Another host's frame (MAC or IP): dropped, counted, no answer. */
+/*
+ * Another host's frame (MAC or IP), or one to the QP from someone but its
+ * peer (sip), or under another P_Key: dropped, counted, no answer. The QP's
+ * receive template (tp_recv.c) turns each away and the full receive counts
+ * it.
+ */
 static void
-case_not_ours(const char *what, const uint8_t *dmac, uint32_t dip,
-		size_t counter)
+case_refused(const char *what, const uint8_t *dmac, uint32_t dip,
+		uint32_t sip, uint16_t pkey, size_t counter)
 {
 	struct droce_tp_stats before = stats(), after;
 	uint8_t f[2048], data[64];
@@ -346,6 +351,10 @@ case_not_ours(const char *what, const uint8_t *dmac, uint32_t dip,
 		memcpy(p.dst_mac, dmac, 6);
 	if (dip)
 		gid4(p.dgid, dip);
+	if (sip)
+		gid4(p.sgid, sip);
+	if (pkey)
+		p.pkey = pkey;
 	inject(f, (uint32_t)build(&p, f, sizeof(f)));
 	expect_silence(what);
 	expect_state(what, IBV_QPS_RTS);
@@ -780,9 +789,12 @@ main(int argc, char **argv)
 	case_control("valid WRITE ONLY", 0);
 	/* link-layer padding beyond the minimum frame: the IP length rules */
 	case_control("valid WRITE ONLY with a 16-byte trailer", 16);
-	case_not_ours("another host's MAC", other_mac, 0, ST(rx_drop_mac));
-	case_not_ours("a multicast MAC", mcast_mac, 0, ST(rx_drop_mcast));
-	case_not_ours("another host's IP", NULL, OTHER_IP, ST(rx_drop_ip));
+	case_refused("another host's MAC", other_mac, 0, 0, 0, ST(rx_drop_mac));
+	case_refused("a multicast MAC", mcast_mac, 0, 0, 0, ST(rx_drop_mcast));
+	case_refused("another host's IP", NULL, OTHER_IP, 0, 0, ST(rx_drop_ip));
+	case_refused("from another host than the QP's peer", NULL, 0, OTHER_IP,
+		0, ST(rx_drop_src));
+	case_refused("another P_Key", NULL, 0, 0, 0x8001, ST(rx_drop_noqp));
 	case_icrc();
 	cases_length();
 	case_send_middle_pad();
