@@ -104,8 +104,8 @@ read_memory_gone(struct droce_qp *qp, struct tp_res *r)
 	tp_resp_nak(qp, r->cur_psn, DROCE_AETH_NAK_REM_ACC);
 }
 
-/* The frame of res_frame's answer: plen bytes of READ response from src,
- * or the atomic ACK. 1 when it went, 0 when the turn must end. */
+/* The frame of r's next answer: plen bytes of READ response from src, or
+ * the atomic ACK. 1 when it went, 0 when the turn must end. */
 static inline __attribute__((always_inline)) int
 res_frame(struct droce_qp *qp, struct tp_res *r, const uint8_t *src,
 		uint32_t plen)
