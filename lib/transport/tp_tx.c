@@ -112,8 +112,9 @@ fill_l2l4(struct droce_dev *dev, struct droce_pkt *p, const struct droce_av *av,
 
 /*
  * The receive template of a connected QP: frames from its peer to the
- * GID it sends from, which the device must own (the full receive takes
- * frames to any of the device's GIDs and the rest: XRC, VLAN, IPv6).
+ * GID it sends from, a valid one of the device's (qp_chk_attr saw to it;
+ * the full receive takes frames to any of them, and the rest: XRC, VLAN,
+ * IPv6).
  */
 static void
 set_rx_template(struct droce_qp *qp)
@@ -122,9 +123,7 @@ set_rx_template(struct droce_qp *qp)
 
 	qp->rx_fast = 0;
 	if ((qp->type != IBV_QPT_RC && qp->type != IBV_QPT_UC) || qp->xrc ||
-			qp->tmpl.has_vlan || qp->tmpl.ip_ver != 4 ||
-			qp->av.sgid_index >= DROCE_MAX_GIDS ||
-			!dev->conf.gids[qp->av.sgid_index].valid)
+			qp->tmpl.has_vlan || qp->tmpl.ip_ver != 4)
 		return;
 	if (droce_wire_rx_tmpl_init(&qp->rx_tmpl, dev->conf.mac,
 			qp->tmpl.sgid, qp->tmpl.dgid, qp->qpn,
