@@ -121,6 +121,18 @@ run_pair() {
 	wait "$srv"; src=$?
 }
 run_pair "$@"
+# perftest's report calibrates the TSC against gettimeofday and exits 1
+# ("Correlation coefficient r^2 < 0.9", "Can't produce a report") when the
+# fit is poor, after a transfer that went right: a busy 2-core machine gives
+# that about once in a few hundred runs. Such a run says nothing of droce:
+# it is shown and run once more.
+if [ $((src | crc)) -ne 0 ] &&
+		grep -q "Can't produce a report" "$work/server.log" "$work/client.log"; then
+	echo "----- perftest could not calibrate its clock; first run's output:"
+	cat "$work/server.log" "$work/client.log"
+	echo "----- running once more"
+	run_pair "$@"
+fi
 echo "----- server (exit $src)"; cat "$work/server.log"
 echo "----- client (exit $crc)"; cat "$work/client.log"
 fail=0
