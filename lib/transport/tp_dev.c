@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_mcast.h"
 
 void
 droce_dev_default_limits(struct droce_dev_limits *lim)

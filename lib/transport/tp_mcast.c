@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_mcast.h"
 
 static int
 gid_eq(const uint64_t w[2], const uint8_t gid[16])

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_raw.h"
 
 /* The WR's errno, 0 if it may be posted; *lenp: its message length. */
 static inline __attribute__((always_inline)) int

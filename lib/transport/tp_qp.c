@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_raw.h"
 
 enum { T_UD = 0, T_UC, T_RC, T_RAW, T_NB };
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_raw.h"
 
 #define ETYPE_VLAN	0x8100
 #define ETYPE_IPV4	0x0800

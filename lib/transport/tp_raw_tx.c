@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_raw.h"
 
 #define TCP_HLEN	20
 #define UDP_HLEN	8

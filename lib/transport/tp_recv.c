@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_mcast.h"
+#include "tp_raw.h"
 #include "wire_parse.h"
 
 static int

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "tp_internal.h"
+#include "tp_raw.h"
 
 /*
  * Go back to psn: find the WQE that holds it and resend from there. The
