@@ -241,6 +241,20 @@ void tp_resp_rx_frame(struct droce_qp *qp, const struct droce_pkt *pkt,
 		const uint8_t *frame, int len_bad);
 /* A NAK at psn from the transmit side; the QP errors once it is out. */
 void tp_resp_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
+/* Responder-side fatal error: NAK (RC), the receive completed, QP to ERR. */
+void tp_resp_error(struct droce_qp *qp, const struct droce_pkt *pkt,
+		uint8_t nak, enum ibv_wc_status st);
+
+/* tp_resp_res.c: executed at the expected PSN, 0, or -1 refused (the
+ * error sent) */
+int tp_resp_read(struct droce_qp *qp, const struct droce_pkt *pkt);
+int tp_resp_atomic(struct droce_qp *qp, const struct droce_pkt *pkt);
+int tp_resp_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt);
+int tp_resp_flush(struct droce_qp *qp, const struct droce_pkt *pkt);
+/* A duplicate READ, atomic, ATOMIC WRITE or FLUSH: replayed from its
+ * resource, or dropped. */
+void tp_resp_replay(struct droce_qp *qp, const struct droce_pkt *pkt,
+		unsigned int f);
 
 /* tp_resp_tx.c */
 void tp_resp_last_ack(struct droce_qp *qp);

@@ -133,8 +133,8 @@ tp_resp_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 }
 
 /* Responder-side fatal error: NAK (RC), complete the receive, QP to ERR. */
-static void
-resp_error(struct droce_qp *qp, const struct droce_pkt *pkt, uint8_t nak,
+void
+tp_resp_error(struct droce_qp *qp, const struct droce_pkt *pkt, uint8_t nak,
 		enum ibv_wc_status st)
 {
 	if (qp->type == IBV_QPT_RC) {
@@ -172,7 +172,7 @@ reject(struct droce_qp *qp, const struct droce_pkt *pkt, uint8_t nak,
 		enum ibv_wc_status st)
 {
 	if (qp->type == IBV_QPT_RC) {
-		resp_error(qp, pkt, nak, st);
+		tp_resp_error(qp, pkt, nak, st);
 		return;
 	}
 	qp->st.rx_drop_uc++;
@@ -268,7 +268,7 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	/* an rkey that cannot be invalidated refuses the packet whole */
 	if ((f & DROCE_OPF_INV) &&
 			tp_invalidate_rkey(qp, pkt->ieth_rkey, 1) != 0) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
+		tp_resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
 			IBV_WC_REM_INV_REQ_ERR);
 		return -1;
 	}
@@ -279,7 +279,7 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 		if (rc != 0) {
 			/* too long for the buffer (C9-92), or an lkey gone
 			 * bad since the post (class A) */
-			resp_error(qp, pkt, rc == -EMSGSIZE ?
+			tp_resp_error(qp, pkt, rc == -EMSGSIZE ?
 				DROCE_AETH_NAK_INV_REQ : DROCE_AETH_NAK_REM_OP,
 				rc == -EMSGSIZE ? IBV_WC_LOC_LEN_ERR :
 				IBV_WC_LOC_PROT_ERR);
@@ -403,284 +403,6 @@ exec_write(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	qp->rx_msg = TP_RX_NONE;
 	qp->msn = droce_psn_add(qp->msn, 1);
 	return 0;
-}
-
-static struct tp_res *
-res_alloc(struct droce_qp *qp)
-{
-	uint32_t n = tp_res_count(qp);
-	uint32_t i = qp->res_next % n;
-	struct tp_res *r = &qp->res[i];
-
-	/* A ring: the oldest is recycled, as rxe does, without a NAK; a
-	 * requester past max_dest_rd_atomic loses its oldest responses. */
-	if (r->pending) {
-		tp_res_clear_pending(qp, r);
-		if (qp->res_send % n == i)
-			qp->res_send = (i + 1) % n;
-	}
-	qp->res_next = (i + 1) % n;
-	memset(r, 0, sizeof(*r));
-	r->valid = 1;
-	return r;
-}
-
-static int
-exec_read(struct droce_qp *qp, const struct droce_pkt *pkt)
-{
-	const uint8_t *src = NULL;
-	struct tp_res *r;
-	uint32_t npsn;
-
-	if (qp->max_dest_rd_atomic == 0) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
-		return -1;
-	}
-	/* the whole range now; a response sent later looks its piece up
-	 * again (the memory may go meanwhile), one sent now uses this */
-	if (pkt->reth_len && (!(qp->access & IBV_ACCESS_REMOTE_READ) ||
-			(src = tp_rkey_resolve(qp, pkt->reth_rkey,
-			pkt->reth_va, pkt->reth_len, IBV_ACCESS_REMOTE_READ,
-			NULL)) == NULL)) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
-		return -1;
-	}
-	npsn = tp_msg_npsn(qp, pkt->reth_len);
-	qp->msn = droce_psn_add(qp->msn, 1);
-	r = res_alloc(qp);
-	r->first_psn = pkt->psn;
-	r->last_psn = droce_psn_add(pkt->psn, npsn - 1);
-	r->va = pkt->reth_va;
-	r->rkey = pkt->reth_rkey;
-	r->len = r->end = pkt->reth_len;
-	r->cur_psn = pkt->psn;
-	r->sent = 0;
-	r->msn = qp->msn;
-	qp->epsn = droce_psn_add(pkt->psn, npsn);
-	if (!tp_resp_answer_now(qp, r, src))
-		tp_res_set_pending(qp, r);
-	return 0;
-}
-
-static int
-exec_atomic(struct droce_qp *qp, const struct droce_pkt *pkt)
-{
-	struct tp_res *r;
-	uint64_t *p, orig;
-
-	if (pkt->atm_va & 7) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
-		return -1;
-	}
-	p = (qp->access & IBV_ACCESS_REMOTE_ATOMIC) ?
-		(uint64_t *)tp_rkey_resolve(qp, pkt->atm_rkey, pkt->atm_va, 8,
-			IBV_ACCESS_REMOTE_ATOMIC, NULL) : NULL;
-	if (p == NULL) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
-		return -1;
-	}
-	/* Atomic against other QPs of this device and the CPU. */
-	if (pkt->opcode == DROCE_OP_RC_CMP_SWAP) {
-		orig = pkt->atm_compare;
-		__atomic_compare_exchange_n(p, &orig, pkt->atm_swap_add, 0,
-			__ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	} else {
-		orig = __atomic_fetch_add(p, pkt->atm_swap_add, __ATOMIC_SEQ_CST);
-	}
-	qp->msn = droce_psn_add(qp->msn, 1);
-	r = res_alloc(qp);
-	r->is_atomic = 1;
-	r->first_psn = r->last_psn = pkt->psn;
-	r->orig = orig;
-	r->msn = qp->msn;
-	qp->epsn = droce_psn_add(pkt->psn, 1);
-	if (!tp_resp_answer_now(qp, r, NULL))
-		tp_res_set_pending(qp, r);
-	return 0;
-}
-
-/* An ATOMIC WRITE or FLUSH done: a responder resource that answers it,
- * and its duplicates, with a READ response ONLY of no payload. */
-static void
-empty_resp(struct droce_qp *qp, const struct droce_pkt *pkt)
-{
-	struct tp_res *r;
-
-	qp->msn = droce_psn_add(qp->msn, 1);
-	r = res_alloc(qp);
-	r->is_empty_resp = 1;
-	r->first_psn = r->last_psn = r->cur_psn = pkt->psn;
-	r->len = 0;
-	r->msn = qp->msn;
-	tp_res_set_pending(qp, r);
-	qp->epsn = droce_psn_add(pkt->psn, 1);
-}
-
-/*
- * IBTA 1.5 ATOMIC WRITE at the expected PSN: 8 bytes to an 8-byte aligned
- * address under an rkey with remote write access (rxe's check_rkey and
- * qp access check ask IB_ACCESS_REMOTE_WRITE, not REMOTE_ATOMIC), stored
- * with one 64-bit store. It takes a responder resource like a READ, and
- * the answer is a zero-length READ response ONLY (tp_resp_tx.c), kept to
- * be replayed for a duplicate: it is never executed twice.
- */
-static int
-exec_atomic_write(struct droce_qp *qp, const struct droce_pkt *pkt)
-{
-	uint64_t *p, v;
-
-	/* no resource to answer from, a length other than 8, a misaligned
-	 * VA: Invalid Request (class C, as rxe) */
-	if (qp->max_dest_rd_atomic == 0 ||
-			pkt->reth_len != DROCE_ATOMIC_WRITE_LEN ||
-			pkt->payload_len != DROCE_ATOMIC_WRITE_LEN ||
-			(pkt->reth_va & 7)) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
-		return -1;
-	}
-	p = (qp->access & IBV_ACCESS_REMOTE_WRITE) ?
-		(uint64_t *)tp_rkey_resolve(qp, pkt->reth_rkey, pkt->reth_va,
-			DROCE_ATOMIC_WRITE_LEN, IBV_ACCESS_REMOTE_WRITE, NULL) :
-		NULL;
-	if (p == NULL) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
-		return -1;
-	}
-	/* an MR whose iova and host address disagree mod 8: no single
-	 * aligned store reaches it (rxe checks the address it stores to) */
-	if ((uintptr_t)p & 7) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
-		return -1;
-	}
-	/* the bytes as sent; release: what this QP wrote before is seen by
-	 * whoever sees the word (rxe: smp_store_release) */
-	memcpy(&v, pkt->payload, sizeof(v));
-	__atomic_store_n(p, v, __ATOMIC_RELEASE);
-	empty_resp(qp, pkt);
-	return 0;
-}
-
-/*
- * IBTA 1.5 FLUSH at the expected PSN (rxe's process_flush). What this QP
- * placed before it is in memory already: one responder, in PSN order. A
- * placement type the QP's access flags do not allow is an Invalid Request
- * (rxe's check_qp_attr_access), one the MR's (or window's) do not, or a
- * range outside it, a Remote Access error. Global visibility is a fence;
- * persistence writes the range (or the whole MR) back to its file before
- * the answer leaves (tp_flush_persist). It takes a responder resource
- * and is answered like an ATOMIC WRITE; a duplicate is answered again
- * from the resource and not flushed again.
- */
-static int
-exec_flush(struct droce_qp *qp, const struct droce_pkt *pkt)
-{
-	unsigned int plt = pkt->feth_plt, need = 0;
-	uint64_t va = pkt->reth_va, len = pkt->reth_len, iova, mlen;
-	struct droce_mr *mr;
-	uint8_t *base;
-
-	if (plt & DROCE_FLUSH_GLOBAL)
-		need |= DROCE_ACCESS_FLUSH_GLOBAL;
-	if (plt & DROCE_FLUSH_PERSISTENT)
-		need |= DROCE_ACCESS_FLUSH_PERSISTENT;
-	if (qp->max_dest_rd_atomic == 0 || need == 0 ||
-			(plt & ~(DROCE_FLUSH_GLOBAL | DROCE_FLUSH_PERSISTENT)) ||
-			pkt->feth_sel > DROCE_FLUSH_MR ||
-			(qp->access & need) != need) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ, IBV_WC_REM_INV_REQ_ERR);
-		return -1;
-	}
-	if (tp_rkey_object(qp, pkt->reth_rkey, need, &mr, &base, &iova,
-			&mlen) != 0) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
-		return -1;
-	}
-	/* the whole MR (or window): the RETH's VA and length mean nothing */
-	if (pkt->feth_sel == DROCE_FLUSH_MR) {
-		va = iova;
-		len = mlen;
-	} else if (va < iova || len > mlen || va - iova > mlen - len) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
-		return -1;
-	}
-	/* no page faulted in: only what was written needs writing back */
-	if ((plt & DROCE_FLUSH_PERSISTENT) &&
-			tp_flush_persist(base + (va - iova), len) != 0) {
-		qp->st.flush_errors++;
-		resp_error(qp, pkt, DROCE_AETH_NAK_REM_ACC, IBV_WC_REM_ACCESS_ERR);
-		return -1;
-	}
-	/* visible to whoever reads after the answer (rxe: wmb()) */
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	qp->st.flushes++;
-	qp->st.flush_rxe_icrc += pkt->icrc_rxe_flush;
-	empty_resp(qp, pkt);
-	return 0;
-}
-
-/* A duplicate READ, atomic, ATOMIC WRITE or FLUSH: replay from the
- * resources, or drop. */
-static void
-replay(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
-{
-	unsigned int i;
-	uint64_t off;
-
-	for (i = 0; i < tp_res_count(qp); i++) {
-		struct tp_res *r = &qp->res[i];
-		int32_t d;
-
-		if (!r->valid)
-			continue;
-		if (f & (DROCE_OPF_ATOMIC_WRITE | DROCE_OPF_FLUSH)) {
-			/* the same empty response again, nothing stored
-			 * or flushed */
-			if (r->is_empty_resp && r->first_psn == pkt->psn) {
-				r->cur_psn = r->first_psn;
-				r->sent = 0;
-				tp_res_set_pending(qp, r);
-				qp->res_replayed = 1;
-				qp->st.atomic_replays++;
-				return;
-			}
-			continue;
-		}
-		if (f & DROCE_OPF_ATOMIC) {
-			if (r->is_atomic && r->first_psn == pkt->psn) {
-				tp_res_set_pending(qp, r);
-				qp->res_replayed = 1;
-				qp->st.atomic_replays++;
-				return;
-			}
-			continue;
-		}
-		if (r->is_atomic || r->is_empty_resp)
-			continue;
-		d = droce_psn_diff(pkt->psn, r->first_psn);
-		if (d < 0 || droce_psn_diff(r->last_psn, pkt->psn) < 0)
-			continue;
-		/*
-		 * must ask for a part of the original, under the same key,
-		 * from its PSN's place: to the end, or whole MTUs (the
-		 * requester asks again for a hole it found, tp_read.c)
-		 */
-		off = (uint64_t)d * qp->mtu;
-		if (pkt->reth_rkey != r->rkey || pkt->reth_va < r->va ||
-				pkt->reth_va - r->va != off ||
-				pkt->reth_len > r->len - off ||
-				(pkt->reth_len != r->len - off &&
-				(pkt->reth_len == 0 ||
-				pkt->reth_len % qp->mtu != 0)))
-			continue;
-		/* a newer duplicate takes the place of the replay going */
-		r->cur_psn = pkt->psn;
-		r->sent = (uint32_t)off;
-		r->end = (uint32_t)(off + pkt->reth_len);
-		tp_res_set_pending(qp, r);
-		qp->res_replayed = 1;
-		qp->st.read_replays++;
-		return;
-	}
 }
 
 /* The message a SEND or WRITE packet belongs to. */
@@ -832,7 +554,7 @@ rc_rx(struct droce_qp *qp, const struct droce_pkt *pkt, int len_bad)
 		qp->st.dup_req_rx++;
 		if (f & (DROCE_OPF_READ | DROCE_OPF_ATOMIC |
 				DROCE_OPF_ATOMIC_WRITE | DROCE_OPF_FLUSH))
-			replay(qp, pkt, f);
+			tp_resp_replay(qp, pkt, f);
 		else
 			queue_ack(qp, droce_psn_add(qp->epsn, DROCE_PSN_MASK),
 				DROCE_AETH_ACK_NOCREDIT);
@@ -844,31 +566,31 @@ rc_rx(struct droce_qp *qp, const struct droce_pkt *pkt, int len_bad)
 		uint8_t nak = tp_xrc_rx_srq(qp, pkt);
 
 		if (nak) {
-			resp_error(qp, pkt, nak, nak == DROCE_AETH_NAK_REM_ACC ?
+			tp_resp_error(qp, pkt, nak, nak == DROCE_AETH_NAK_REM_ACC ?
 				IBV_WC_REM_ACCESS_ERR : IBV_WC_REM_INV_REQ_ERR);
 			return;
 		}
 	}
 	/* then what the packet says: class C, NAK and QP to ERR */
 	if (!op_seq_ok(qp, f) || !length_ok(qp, pkt, f, len_bad)) {
-		resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
+		tp_resp_error(qp, pkt, DROCE_AETH_NAK_INV_REQ,
 			IBV_WC_REM_INV_REQ_ERR);
 		return;
 	}
 	if (f & DROCE_OPF_READ) {
-		exec_read(qp, pkt);
+		tp_resp_read(qp, pkt);
 		return;
 	}
 	if (f & DROCE_OPF_ATOMIC) {
-		exec_atomic(qp, pkt);
+		tp_resp_atomic(qp, pkt);
 		return;
 	}
 	if (f & DROCE_OPF_ATOMIC_WRITE) {
-		exec_atomic_write(qp, pkt);
+		tp_resp_atomic_write(qp, pkt);
 		return;
 	}
 	if (f & DROCE_OPF_FLUSH) {
-		exec_flush(qp, pkt);
+		tp_resp_flush(qp, pkt);
 		return;
 	}
 	if (((f & DROCE_OPF_SEND) ? exec_send(qp, pkt, f) :
