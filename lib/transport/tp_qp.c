@@ -440,23 +440,17 @@ qp_free(struct droce_qp *qp)
 	free(qp);
 }
 
-static struct droce_qp *
-qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
-		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq,
-		int gsi)
+/* What ibv_create_qp takes: the type, CQs and SRQ of one queue, the
+ * capabilities within the device's limits. */
+static int
+qp_init_ok(const struct droce_dev *dev, const struct ibv_qp_init_attr *attr,
+		const struct droce_cq *scq, const struct droce_cq *rcq,
+		const struct droce_srq *srq, int xrc)
 {
-	struct droce_dev *dev = pd->dev;
-	struct ibv_qp_cap *cap = &attr->cap;
+	const struct ibv_qp_cap *cap = &attr->cap;
 	const struct droce_dev_limits *lim = &dev->lim;
-	struct droce_qp *qp;
-	uint32_t i, qpn;
 
-	int xrc = attr->qp_type == IBV_QPT_XRC_SEND;
-
-	/* an XRC_SEND QP has no receive side: no receive CQ, no SRQ */
-	if (xrc && rcq == NULL && srq == NULL)
-		rcq = scq;
-	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
+	return !((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UC &&
 			attr->qp_type != IBV_QPT_UD &&
 			attr->qp_type != IBV_QPT_RAW_PACKET && !xrc) ||
 			scq == NULL || rcq == NULL || (xrc && rcq != scq) ||
@@ -467,7 +461,108 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 			cap->max_recv_sge > lim->max_sge ||
 			cap->max_inline_data > lim->max_inline ||
 			rcq->queue != scq->queue ||
-			(srq != NULL && srq->queue != scq->queue)) {
+			(srq != NULL && srq->queue != scq->queue));
+}
+
+/* The send queue, the receive queue (none on an SRQ or XRC_SEND) and what
+ * the QP's type needs beside them; cap says what was made. 0 or -ENOMEM. */
+static int
+qp_alloc_queues(struct droce_qp *qp, struct ibv_qp_cap *cap,
+		struct droce_srq *srq, int xrc)
+{
+	struct droce_dev *dev = qp->dev;
+	uint32_t i;
+
+	qp->sq.size = tp_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
+	qp->sq.max_sge = cap->max_send_sge ? cap->max_send_sge : 1;
+	qp->sq.max_inline = cap->max_inline_data;
+	qp->sq.wqe = calloc(qp->sq.size, sizeof(*qp->sq.wqe));
+	qp->sq.sges = calloc((size_t)qp->sq.size * qp->sq.max_sge,
+		sizeof(*qp->sq.sges));
+	if (qp->sq.max_inline)
+		qp->sq.inline_buf = malloc((size_t)qp->sq.size *
+			qp->sq.max_inline);
+	if (qp->type == IBV_QPT_RC) {
+		qp->rd_bits = calloc(TP_RD_BITS / 64, sizeof(uint64_t));
+		qp->sr = !xrc && dev->conf.selective_repeat == DROCE_SR_ALL;
+		qp->post_rc = !xrc;
+	}
+	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
+			(qp->type == IBV_QPT_RC && (qp->rd_bits == NULL ||
+			tp_sr_init(qp) != 0)) ||
+			(qp->sq.max_inline && qp->sq.inline_buf == NULL) ||
+			(srq == NULL && tp_rq_init(&qp->rq, cap->max_recv_wr,
+				cap->max_recv_sge) != 0) ||
+			((qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC) &&
+				!xrc && rx_sges_init(qp, srq != NULL ?
+				srq->rq.max_sge : qp->rq.max_sge) != 0) ||
+			(qp->type == IBV_QPT_RAW_PACKET && tp_raw_init(qp) != 0))
+		return -ENOMEM;
+	for (i = 0; i < qp->sq.size; i++)
+		qp->sq.wqe[i].sge = &qp->sq.sges[(size_t)i * qp->sq.max_sge];
+	cap->max_send_wr = qp->sq.size;
+	cap->max_send_sge = qp->sq.max_sge;
+	if (srq == NULL && !xrc) {
+		cap->max_recv_wr = qp->rq.size;
+		cap->max_recv_sge = qp->rq.max_sge;
+	} else {
+		cap->max_recv_wr = 0;
+		cap->max_recv_sge = 0;
+	}
+	qp->cap = *cap;
+	return 0;
+}
+
+/* A QPN for qp (1 for the GSI QP) and its place in the device's table and
+ * its queue's list; the objects it uses counted. 0, -EBUSY (the GSI QP's
+ * number taken or on another queue) or -ENOMEM. */
+static int
+qp_number(struct droce_qp *qp, struct droce_cq *rcq, int gsi, int xrc)
+{
+	struct droce_dev *dev = qp->dev;
+	struct droce_tp_queue *q = qp->scq->queue;
+	uint32_t qpn;
+
+	pthread_mutex_lock(&dev->lock);
+	if (gsi)	/* QPN 1, on the queue that number says */
+		qpn = dev->qp_tab[TP_GSI_QPN] == NULL &&
+			droce_qpn_queue(dev, TP_GSI_QPN) == q->index ?
+			TP_GSI_QPN : 0;
+	else
+		qpn = dev->nb_qp < dev->lim.max_qp ?
+			qpn_alloc(dev, q->index) : 0;
+	if (qpn == 0 || tp_queue_add_qp(q, qp) != 0) {
+		pthread_mutex_unlock(&dev->lock);
+		return gsi && qpn == 0 ? -EBUSY : -ENOMEM;
+	}
+	qp->qpn = qpn;
+	dev->qp_tab[tp_qpn_slot(dev, qpn)] = qp;
+	dev->nb_qp++;
+	qp->pd->refs++;
+	qp->scq->refs++;
+	if (!xrc)
+		rcq->refs++;
+	if (qp->srq)
+		qp->srq->refs++;
+	pthread_mutex_unlock(&dev->lock);
+	qp->tmpl.udp_sport = droce_udp_sport_qpn(qpn);
+	return 0;
+}
+
+static struct droce_qp *
+qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
+		struct droce_cq *scq, struct droce_cq *rcq, struct droce_srq *srq,
+		int gsi)
+{
+	struct droce_dev *dev = pd->dev;
+	int xrc = attr->qp_type == IBV_QPT_XRC_SEND;
+	struct droce_qp *qp;
+	int rc;
+
+	/* an XRC_SEND QP has no receive side: no receive CQ, no SRQ */
+	if (xrc && rcq == NULL && srq == NULL)
+		rcq = scq;
+	if (!qp_init_ok(dev, attr, scq, rcq, srq, xrc)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -494,78 +589,15 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 			dev->conf.eth_mtu);
 		qp->mtu = droce_mtu_to_bytes(qp->mtu_enum);
 	}
-
-	qp->sq.size = tp_pow2(cap->max_send_wr ? cap->max_send_wr : 1);
-	qp->sq.max_sge = cap->max_send_sge ? cap->max_send_sge : 1;
-	qp->sq.max_inline = cap->max_inline_data;
-	qp->sq.wqe = calloc(qp->sq.size, sizeof(*qp->sq.wqe));
-	qp->sq.sges = calloc((size_t)qp->sq.size * qp->sq.max_sge,
-		sizeof(*qp->sq.sges));
-	if (qp->sq.max_inline)
-		qp->sq.inline_buf = malloc((size_t)qp->sq.size *
-			qp->sq.max_inline);
-	if (qp->type == IBV_QPT_RC) {
-		qp->rd_bits = calloc(TP_RD_BITS / 64, sizeof(uint64_t));
-		qp->sr = !xrc && dev->conf.selective_repeat == DROCE_SR_ALL;
-		qp->post_rc = !xrc;
+	rc = qp_alloc_queues(qp, &attr->cap, srq, xrc);
+	if (rc == 0)
+		rc = qp_number(qp, rcq, gsi, xrc);
+	if (rc != 0) {
+		qp_free(qp);
+		errno = -rc;
+		return NULL;
 	}
-	if (qp->sq.wqe == NULL || qp->sq.sges == NULL ||
-			(qp->type == IBV_QPT_RC && (qp->rd_bits == NULL ||
-			tp_sr_init(qp) != 0)) ||
-			(qp->sq.max_inline && qp->sq.inline_buf == NULL) ||
-			(srq == NULL && tp_rq_init(&qp->rq, cap->max_recv_wr,
-				cap->max_recv_sge) != 0) ||
-			((qp->type == IBV_QPT_RC || qp->type == IBV_QPT_UC) &&
-				!xrc && rx_sges_init(qp, srq != NULL ?
-				srq->rq.max_sge : qp->rq.max_sge) != 0) ||
-			(qp->type == IBV_QPT_RAW_PACKET && tp_raw_init(qp) != 0))
-		goto nomem;
-	for (i = 0; i < qp->sq.size; i++)
-		qp->sq.wqe[i].sge = &qp->sq.sges[(size_t)i * qp->sq.max_sge];
-	cap->max_send_wr = qp->sq.size;
-	cap->max_send_sge = qp->sq.max_sge;
-	if (srq == NULL && !xrc) {
-		cap->max_recv_wr = qp->rq.size;
-		cap->max_recv_sge = qp->rq.max_sge;
-	} else {
-		cap->max_recv_wr = 0;
-		cap->max_recv_sge = 0;
-	}
-	qp->cap = *cap;
-
-	pthread_mutex_lock(&dev->lock);
-	if (gsi)	/* QPN 1, on the queue that number says */
-		qpn = dev->qp_tab[TP_GSI_QPN] == NULL &&
-			droce_qpn_queue(dev, TP_GSI_QPN) == scq->queue->index ?
-			TP_GSI_QPN : 0;
-	else
-		qpn = dev->nb_qp < lim->max_qp ?
-			qpn_alloc(dev, scq->queue->index) : 0;
-	if (qpn == 0 || tp_queue_add_qp(scq->queue, qp) != 0) {
-		pthread_mutex_unlock(&dev->lock);
-		if (gsi && qpn == 0) {
-			qp_free(qp);
-			errno = EBUSY;
-			return NULL;
-		}
-		goto nomem;
-	}
-	qp->qpn = qpn;
-	dev->qp_tab[tp_qpn_slot(dev, qpn)] = qp;
-	dev->nb_qp++;
-	pd->refs++;
-	scq->refs++;
-	if (!xrc)
-		rcq->refs++;
-	if (srq)
-		srq->refs++;
-	pthread_mutex_unlock(&dev->lock);
-	qp->tmpl.udp_sport = droce_udp_sport_qpn(qpn);
 	return qp;
-nomem:
-	qp_free(qp);
-	errno = ENOMEM;
-	return NULL;
 }
 
 struct droce_qp *

@@ -152,6 +152,110 @@ zc_payload(struct droce_qp *qp, struct tp_swqe *w, uint64_t off,
 }
 
 /*
+ * The fields of w's request packet at byte off with PSN psn (opcode,
+ * extension headers, AckReq) into p, its payload's length, its PSNs and
+ * whether it ends the message.
+ */
+static inline __attribute__((always_inline)) void
+req_fields(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
+		uint64_t rd_len, int resend, struct droce_pkt *p,
+		uint32_t *plen, uint32_t *npsn_pkt, int *last)
+{
+	const struct tp_wr_opcode_info *wi = &tp_wr_opcode_info[w->opcode];
+	unsigned int f = w->wr_flags;
+	int first;
+
+	*plen = 0;
+	*npsn_pkt = 1;
+	if (qp->type == IBV_QPT_UD) {
+		tp_ud_template(qp, p, &w->av);
+	} else {
+		/* the headers come from qp->htmpl: set what the BTH and
+		 * extension headers need, not a whole packet */
+		p->se = 0;
+		p->ackreq = 0;
+	}
+	p->dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
+	p->psn = psn;
+	if (f & TP_WRF_PAYLOAD) {	/* SEND, WRITE: the common case first */
+		first = off == 0;
+		*plen = w->length - off > qp->mtu ? qp->mtu :
+			(uint32_t)(w->length - off);
+		*last = off + *plen >= w->length;
+		if (qp->type == IBV_QPT_UD) {
+			p->opcode = (uint8_t)(wi->pkt[TP_SEG_ONLY] +
+				DROCE_TRANSPORT_UD);
+			/* IBTA C10-15: a controlled Q_Key takes the QP's */
+			p->deth_qkey = (w->remote_qkey & 0x80000000u) ?
+				qp->qkey : w->remote_qkey;
+			p->deth_sqpn = qp->qpn;
+		} else {
+			p->opcode = (uint8_t)(wi->pkt[first | *last << 1] +
+				(qp->type == IBV_QPT_UC ? DROCE_TRANSPORT_UC :
+				DROCE_TRANSPORT_RC));
+		}
+		if (first && (f & TP_WRF_WRITE)) {
+			p->reth_va = w->remote_addr;
+			p->reth_rkey = w->rkey;
+			p->reth_len = (uint32_t)w->length;
+		}
+		if (*last) {
+			p->imm_data = w->imm_or_inv;
+			p->ieth_rkey = w->imm_or_inv;
+			/* only a message the peer sees complete can ask for
+			 * a solicited event */
+			if ((w->flags & IBV_SEND_SOLICITED) &&
+					(f & TP_WRF_RWR))
+				p->se = 1;
+		}
+		/* paced (tp_cc.c), each packet asks: the next may leave
+		 * much later, and an ACK held for it would stretch the
+		 * round trip measured (and the timers) by the pacing */
+		if (qp->type == IBV_QPT_RC)
+			p->ackreq = *last || resend || qp->cc.limited ||
+				++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
+	} else if (f & TP_WRF_READ) {
+		p->opcode = wi->pkt[TP_SEG_ONLY];
+		p->reth_va = w->remote_addr + off;
+		p->reth_rkey = w->rkey;
+		p->reth_len = (uint32_t)rd_len;
+		*npsn_pkt = tp_msg_npsn(qp, rd_len);
+		p->ackreq = 1;
+		*last = 1;
+	} else if (f & TP_WRF_ATOMIC_WRITE) {
+		/* one packet: RETH and the word, gathered below */
+		p->opcode = wi->pkt[TP_SEG_ONLY];
+		p->reth_va = w->remote_addr;
+		p->reth_rkey = w->rkey;
+		p->reth_len = DROCE_ATOMIC_WRITE_LEN;
+		*plen = DROCE_ATOMIC_WRITE_LEN;
+		p->ackreq = 1;
+		*last = 1;
+	} else if (f & TP_WRF_FLUSH) {
+		/* one packet, no payload: what to flush, and how far */
+		p->opcode = wi->pkt[TP_SEG_ONLY];
+		p->feth_plt = (uint8_t)(w->swap & 0xff);
+		p->feth_sel = (uint8_t)(w->swap >> 8);
+		p->reth_va = w->remote_addr;
+		p->reth_rkey = w->rkey;
+		p->reth_len = (uint32_t)w->length;
+		p->ackreq = 1;
+		*last = 1;
+	} else {	/* atomic */
+		p->opcode = wi->pkt[TP_SEG_ONLY];
+		tp_atomic_eth(p, w);
+		p->ackreq = 1;
+		*last = 1;
+	}
+	if (p->ackreq && !resend)
+		qp->noack_pkts = 0;
+	if (qp->xrc) {	/* RC's opcode over XRC, and the target's SRQ */
+		p->opcode |= DROCE_TRANSPORT_XRC;
+		p->xrceth_srqn = w->remote_qpn;
+	}
+}
+
+/*
  * The request packet of w at byte off with PSN psn; a READ asks for rd_len
  * bytes from off; resend: a packet sent before (it asks for an ACK). 1
  * sent (*plen, *npsn: its payload and PSNs, *last: it ends the message),
@@ -162,106 +266,21 @@ tx_req(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
 		uint64_t rd_len, int resend, uint32_t *plen_out,
 		uint32_t *npsn_out, int *last_out)
 {
-	const struct tp_wr_opcode_info *wi = &tp_wr_opcode_info[w->opcode];
 	unsigned int f = w->wr_flags;
 	struct droce_tp_queue *q = qp->queue;
 	struct droce_txbuf *b;
 	struct droce_pkt p;
-	uint32_t plen = 0, npsn_pkt = 1, cap;
+	uint32_t plen, npsn_pkt, cap;
 	uint8_t *buf;
 	int hlen, rc;
-	int first, last;
+	int last;
 
 	cap = DROCE_MAX_HDR_LEN + qp->mtu + 8;
 	buf = tp_tx_get(q, cap, &b);
 	if (buf == NULL)
 		return 0;
-	if (qp->type == IBV_QPT_UD) {
-		tp_ud_template(qp, &p, &w->av);
-	} else {
-		/* the headers come from qp->htmpl: set what the BTH and
-		 * extension headers need, not a whole packet */
-		p.se = 0;
-		p.ackreq = 0;
-	}
-	p.dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
-	p.psn = psn;
-	if (f & TP_WRF_PAYLOAD) {	/* SEND, WRITE: the common case first */
-		first = off == 0;
-		plen = w->length - off > qp->mtu ? qp->mtu :
-			(uint32_t)(w->length - off);
-		last = off + plen >= w->length;
-		if (qp->type == IBV_QPT_UD) {
-			p.opcode = (uint8_t)(wi->pkt[TP_SEG_ONLY] +
-				DROCE_TRANSPORT_UD);
-			/* IBTA C10-15: a controlled Q_Key takes the QP's */
-			p.deth_qkey = (w->remote_qkey & 0x80000000u) ?
-				qp->qkey : w->remote_qkey;
-			p.deth_sqpn = qp->qpn;
-		} else {
-			p.opcode = (uint8_t)(wi->pkt[first | last << 1] +
-				(qp->type == IBV_QPT_UC ? DROCE_TRANSPORT_UC :
-				DROCE_TRANSPORT_RC));
-		}
-		if (first && (f & TP_WRF_WRITE)) {
-			p.reth_va = w->remote_addr;
-			p.reth_rkey = w->rkey;
-			p.reth_len = (uint32_t)w->length;
-		}
-		if (last) {
-			p.imm_data = w->imm_or_inv;
-			p.ieth_rkey = w->imm_or_inv;
-			/* only a message the peer sees complete can ask for
-			 * a solicited event */
-			if ((w->flags & IBV_SEND_SOLICITED) &&
-					(f & TP_WRF_RWR))
-				p.se = 1;
-		}
-		/* paced (tp_cc.c), each packet asks: the next may leave
-		 * much later, and an ACK held for it would stretch the
-		 * round trip measured (and the timers) by the pacing */
-		if (qp->type == IBV_QPT_RC)
-			p.ackreq = last || resend || qp->cc.limited ||
-				++qp->noack_pkts >= TP_MAX_PKT_PER_ACK;
-	} else if (f & TP_WRF_READ) {
-		p.opcode = wi->pkt[TP_SEG_ONLY];
-		p.reth_va = w->remote_addr + off;
-		p.reth_rkey = w->rkey;
-		p.reth_len = (uint32_t)rd_len;
-		npsn_pkt = tp_msg_npsn(qp, rd_len);
-		p.ackreq = 1;
-		last = 1;
-	} else if (f & TP_WRF_ATOMIC_WRITE) {
-		/* one packet: RETH and the word, gathered below */
-		p.opcode = wi->pkt[TP_SEG_ONLY];
-		p.reth_va = w->remote_addr;
-		p.reth_rkey = w->rkey;
-		p.reth_len = DROCE_ATOMIC_WRITE_LEN;
-		plen = DROCE_ATOMIC_WRITE_LEN;
-		p.ackreq = 1;
-		last = 1;
-	} else if (f & TP_WRF_FLUSH) {
-		/* one packet, no payload: what to flush, and how far */
-		p.opcode = wi->pkt[TP_SEG_ONLY];
-		p.feth_plt = (uint8_t)(w->swap & 0xff);
-		p.feth_sel = (uint8_t)(w->swap >> 8);
-		p.reth_va = w->remote_addr;
-		p.reth_rkey = w->rkey;
-		p.reth_len = (uint32_t)w->length;
-		p.ackreq = 1;
-		last = 1;
-	} else {	/* atomic */
-		p.opcode = wi->pkt[TP_SEG_ONLY];
-		tp_atomic_eth(&p, w);
-		p.ackreq = 1;
-		last = 1;
-	}
-	if (p.ackreq && !resend)
-		qp->noack_pkts = 0;
-	if (qp->xrc) {	/* RC's opcode over XRC, and the target's SRQ */
-		p.opcode |= DROCE_TRANSPORT_XRC;
-		p.xrceth_srqn = w->remote_qpn;
-	}
+	req_fields(qp, w, off, psn, rd_len, resend, &p, &plen, &npsn_pkt,
+		&last);
 	p.payload_len = plen;
 	hlen = qp->type == IBV_QPT_UD ? droce_wire_build_hdr(&p, buf, b->cap) :
 		tp_build_hdr(qp, &p, buf);
