@@ -175,19 +175,17 @@ parse_ipv6(const uint8_t *f, uint32_t len, uint32_t l3, struct droce_pkt *pkt,
 }
 
 /*
- * The parse; all = false fills only what the transport reads
- * (droce_wire_parse_rx says which), with every check made as with all = true.
+ * Ethernet (a VLAN tag), IPv4 or IPv6 and UDP to RoCEv2's port: where the
+ * UDP header is and its length, where the IP datagram ends in the frame.
  */
 static inline __attribute__((always_inline)) int
-wire_parse_frame(const uint8_t *f, uint32_t len,
-		const struct droce_parse_opts *opts, struct droce_pkt *pkt,
-		bool all)
+wire_parse_to_udp(const uint8_t *f, uint32_t len, struct droce_pkt *pkt,
+		bool all, uint32_t *l3_out, const uint8_t **udp_out,
+		uint32_t *udp_len_out, uint32_t *end_out)
 {
-	const struct droce_opcode_info *oi;
-	uint32_t l3, l3_hlen, l3_total, udp_len, mtu, body, pad, end, icrc;
-	const uint8_t *udp, *bth;
+	uint32_t l3, l3_hlen, l3_total, udp_len, end;
+	const uint8_t *udp;
 	uint16_t etype, dport;
-	uint8_t tver;
 	int rc;
 
 	if (len < DROCE_ETH_HLEN)
@@ -245,6 +243,31 @@ wire_parse_frame(const uint8_t *f, uint32_t len,
 	if (udp_len != l3_total - l3_hlen)
 		return DROCE_WIRE_EIPLEN;
 	pkt->l3_off = (uint16_t)l3;
+	*l3_out = l3;
+	*udp_out = udp;
+	*udp_len_out = udp_len;
+	*end_out = end;
+	return 0;
+}
+
+/*
+ * The parse; all = false fills only what the transport reads
+ * (droce_wire_parse_rx says which), with every check made as with all = true.
+ */
+static inline __attribute__((always_inline)) int
+wire_parse_frame(const uint8_t *f, uint32_t len,
+		const struct droce_parse_opts *opts, struct droce_pkt *pkt,
+		bool all)
+{
+	const struct droce_opcode_info *oi;
+	uint32_t l3, udp_len, mtu, body, pad, end, icrc;
+	const uint8_t *udp, *bth;
+	uint8_t tver;
+	int rc;
+
+	rc = wire_parse_to_udp(f, len, pkt, all, &l3, &udp, &udp_len, &end);
+	if (rc)
+		return rc;
 
 	/* BTH */
 	if (udp_len < DROCE_UDP_HLEN + DROCE_BTH_LEN)
