@@ -39,6 +39,7 @@
 #define CM_DREQ_RETRY_MS 250
 #define CM_EXIT_LINGER_MS 4000
 #define CM_LOCAL_TIMEOUT 18	/* ~1 s: how soon droce answers a MAD */
+#define CM_ACK_TIMEOUT 14	/* 67 ms: a software peer's round trip */
 #define CM_ORPHANS 32		/* REQs to no listener remembered */
 #define CM_ORPHAN_MS 30000	/* how long a remembered one counts */
 #define CM_REJ8_GRACE_MS 3000	/* a REQ's "invalid service ID" is final
@@ -212,6 +213,12 @@ cm_keep_reply(struct cm_id_priv *p, uint16_t attr, const uint8_t *mad)
 	p->last_reply_attr = attr;
 }
 
+static inline uint8_t
+cm_min8(uint8_t a, uint8_t b)
+{
+	return a < b ? a : b;
+}
+
 /* cm_util.c */
 uint64_t cm_now_ms(void);
 uint32_t cm_random32(void);
@@ -284,7 +291,8 @@ void cm_agent_timeouts(uint64_t now);
 void cm_agent_rx(struct cm_dev *d, const uint8_t *grh, const uint8_t *mad,
 		uint32_t len);
 
-/* cm_conn.c: the RC connection (REQ/REP/RTU/REJ/MRA/DREQ/DREP) */
+/* cm_conn.c: the RC connection, what both sides share (MAD dispatch,
+ * REJ/MRA/DREQ/DREP, timeouts) */
 void cm_conn_rx(struct cm_dev *d, const uint8_t sgid[16],
 		const struct cm_mad_hdr *h, const uint8_t *msg);
 void cm_conn_timeout(struct cm_id_priv *p);
@@ -292,22 +300,44 @@ void cm_conn_timeout(struct cm_id_priv *p);
 struct cm_event_priv *cm_conn_event_new(struct cm_id_priv *p,
 		enum rdma_cm_event_type t, int status, const uint8_t *pdata,
 		uint8_t len);
+/* the same, queued on the ID's channel */
+struct cm_event_priv *cm_conn_event(struct cm_id_priv *p,
+		enum rdma_cm_event_type t, int status, const uint8_t *pdata,
+		uint8_t len);
+/* the connection failed: retransmission stopped, event t queued */
+void cm_conn_fail(struct cm_id_priv *p, enum rdma_cm_event_type t,
+		int status, const uint8_t *pdata, uint8_t len);
+/* an RDMA read depth the application asks for, bounded by the device
+ * and the peer: 0, or -1 and EINVAL */
+int cm_conn_depth(uint8_t want, uint8_t dev_max, uint8_t peer,
+		uint8_t *out);
 /* send a DREQ, kept until answered */
 void cm_conn_dreq(struct cm_id_priv *p);
-/* a passive ID for a request to listener l, addressed from its header */
-struct cm_id_priv *cm_conn_child(struct cm_id_priv *l, struct cm_dev *d,
-		const uint8_t sgid[16], const struct cm_ip_hdr *ip);
 void cm_send_simple(struct cm_dev *d, struct ibv_ah *ah, uint64_t tid,
 		uint16_t attr, uint32_t local, uint32_t remote, uint32_t qpn,
 		uint8_t *mad);
+void cm_send_rej(struct cm_dev *d, struct ibv_ah *ah, uint64_t tid,
+		uint32_t local, uint32_t remote, uint8_t ref, uint16_t reason,
+		const void *pdata, uint8_t len);
+/* a REJ to the ID's peer */
+void cm_rej_peer(struct cm_id_priv *p, uint8_t ref, uint16_t reason,
+		const void *pdata, uint8_t len);
+
+/* cm_conn_active.c: rdma_connect's REQ, the REP, the RTU */
+void cm_conn_rx_rep(struct cm_id_priv *p, struct cm_rep *r);
+
+/* cm_conn_passive.c: a listener's REQ, rdma_accept's REP, the RTU */
+void cm_conn_rx_req(struct cm_dev *d, const uint8_t sgid[16],
+		const struct cm_mad_hdr *h, const uint8_t *msg);
+void cm_conn_rx_rtu(struct cm_id_priv *p, const uint8_t *pdata);
+/* a passive ID for a request to listener l, addressed from its header */
+struct cm_id_priv *cm_conn_child(struct cm_id_priv *l, struct cm_dev *d,
+		const uint8_t sgid[16], const struct cm_ip_hdr *ip);
 /* a REQ or SIDR REQ to no listener: true when this is its second copy
  * (the first is dropped: the server may be between two listens) */
 bool cm_orphan_seen_before(const uint8_t sgid[16], uint32_t comm_id);
 /* a passive ID's request is answered: its listener's backlog frees */
 void cm_request_done(struct cm_id_priv *p);
-void cm_send_rej(struct cm_dev *d, struct ibv_ah *ah, uint64_t tid,
-		uint32_t local, uint32_t remote, uint8_t ref, uint16_t reason,
-		const void *pdata, uint8_t len);
 
 /* cm_ud.c: SIDR */
 void cm_sidr_rx(struct cm_dev *d, const uint8_t sgid[16],
