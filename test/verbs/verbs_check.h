@@ -9,7 +9,13 @@
 
 #include <stdio.h>
 
+/* a program of several files defines VERBS_CHECK_SHARED in each, and
+ * passed and failed in one: they count for all of them */
+#ifdef VERBS_CHECK_SHARED
+extern int passed, failed;
+#else
 static int passed, failed;
+#endif
 
 #define CHECK(cond, ...) do { \
 	if (cond) { \
