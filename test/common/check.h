@@ -9,8 +9,15 @@
 
 #include <stdio.h>
 
+/* a program of several files defines CHECK_SHARED in each, and
+ * check_failures and check_count in one: they count for all of them */
+#ifdef CHECK_SHARED
+extern int check_failures;
+extern int check_count;
+#else
 static int check_failures;
 static int check_count;
+#endif
 
 #define CHECK(cond, ...) do { \
 	check_count++; \
