@@ -53,7 +53,8 @@ void expect_unchanged(const char *what);
 void expect_silence(const char *what);
 
 /* test_dp_hostile_xrc.c: the XRC cases; adds its checks to *checks and
- * returns how many failed (check.h counts per file) */
+ * returns how many failed (its file counts its own checks; the RC
+ * cases' files count theirs together, dp_hostile_rc.h) */
 int cases_xrc(int *checks);
 
 #endif

@@ -11,6 +11,14 @@
  * byte what they must be: unchanged for every rejected request.
  *
  * test_dp_hostile DROCE_IFACE PEER_IFACE (both ends in one netns; root)
+ *
+ * Here the port, the RC QP and its memory, the frames on the socket and
+ * the checks every case makes, and the order of the cases; the cases, by
+ * kind of hostility:
+ *  - test_dp_hostile_addr.c: frames not for the QP, or damaged;
+ *  - test_dp_hostile_nak.c: lengths and padding, the NAK classes;
+ *  - test_dp_hostile_ibta15.c: IBTA 1.5 ATOMIC WRITE and FLUSH;
+ *  - test_dp_hostile_xrc.c: XRC requests.
  */
 
 #include <arpa/inet.h>
@@ -27,7 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "dp_hostile.h"
+#include "dp_hostile_rc.h"
 
 struct droce_port *port;
 struct droce_dev *dev;
@@ -40,6 +48,10 @@ uint8_t shadow[MR_LEN], rshadow[RECV_LEN * NRECV];
 uint8_t droce_mac[6], peer_mac[6];
 static int sock = -1, peer_ifindex;
 uint32_t epsn;			/* the responder's expected PSN */
+
+/* check.h's counts, for the RC cases' files */
+int check_failures;
+int check_count;
 
 void
 gid4(uint8_t gid[16], uint32_t ip)
@@ -108,7 +120,7 @@ peer_socket(const char *name)
 }
 
 /* RESET, then INIT/RTR/RTS towards the fake peer, receives posted. */
-static void
+void
 qp_connect(void)
 {
 	struct ibv_qp_attr a;
@@ -193,7 +205,7 @@ pkt_init(struct droce_pkt *p, uint8_t opcode, uint32_t psn)
 	p->psn = psn;
 }
 
-static void
+void
 write_pkt(struct droce_pkt *p, uint8_t opcode, uint64_t off, uint32_t dma_len,
 		const uint8_t *payload, uint32_t plen)
 {
@@ -274,7 +286,7 @@ expect_unchanged(const char *what)
 }
 
 /* The answer must be an ACK/NAK of this syndrome for this PSN. */
-static void
+void
 expect_aeth(const char *what, uint8_t syndrome, uint32_t psn)
 {
 	struct droce_pkt a;
@@ -301,67 +313,11 @@ expect_silence(const char *what)
 		what, a.opcode);
 }
 
-static void
+void
 expect_state(const char *what, enum ibv_qp_state want)
 {
 	CHECK(droce_qp_state(qp) == want, "%s: QP state %d, want %d", what,
 		(int)droce_qp_state(qp), (int)want);
-}
-
-/* A valid WRITE: ACKed, placed where the RETH says, nothing else. */
-static void
-case_control(const char *what, uint32_t trailer)
-{
-	uint8_t f[2048], data[64];
-	struct droce_pkt p;
-	int len;
-
-	qp_connect();
-	snapshot();
-	memset(data, 0x5a, sizeof(data));
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 100, 64, data, 64);
-	len = build(&p, f, sizeof(f));
-	memset(f + len, 0xee, trailer);
-	inject(f, (uint32_t)len + trailer);
-	expect_aeth(what, DROCE_AETH_ACK_NOCREDIT, epsn);
-	expect_state(what, IBV_QPS_RTS);
-	memcpy(shadow + 100, data, 64);
-	expect_unchanged(what);
-}
-
-/*
- * Another host's frame (MAC or IP), or one to the QP from someone but its
- * peer (sip), or under another P_Key: dropped, counted, no answer. The QP's
- * receive template (tp_recv.c) turns each away and the full receive counts
- * it.
- */
-static void
-case_refused(const char *what, const uint8_t *dmac, uint32_t dip,
-		uint32_t sip, uint16_t pkey, size_t counter)
-{
-	struct droce_tp_stats before = stats(), after;
-	uint8_t f[2048], data[64];
-	struct droce_pkt p;
-
-	qp_connect();
-	snapshot();
-	memset(data, 0x66, sizeof(data));
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 64, data, 64);
-	if (dmac != NULL)
-		memcpy(p.dst_mac, dmac, 6);
-	if (dip)
-		gid4(p.dgid, dip);
-	if (sip)
-		gid4(p.sgid, sip);
-	if (pkey)
-		p.pkey = pkey;
-	inject(f, (uint32_t)build(&p, f, sizeof(f)));
-	expect_silence(what);
-	expect_state(what, IBV_QPS_RTS);
-	expect_unchanged(what);
-	after = stats();
-	CHECK(((uint64_t *)&after)[counter] == ((uint64_t *)&before)[counter] + 1,
-		"%s: counted once", what);
 }
 
 /*
@@ -370,7 +326,7 @@ case_refused(const char *what, const uint8_t *dmac, uint32_t dip,
  * hostile peer builds it): the given NAK for its PSN, the QP in ERR, and
  * not one byte placed.
  */
-static void
+void
 case_nak(const char *what, struct droce_pkt *p, uint8_t nak,
 		void (*mutate)(uint8_t *f, uint32_t *len))
 {
@@ -387,330 +343,6 @@ case_nak(const char *what, struct droce_pkt *p, uint8_t nak,
 	expect_aeth(what, nak, p->psn);
 	expect_state(what, IBV_QPS_ERR);
 	expect_unchanged(what);
-}
-
-/* BTH byte 1: PadCnt 3, the frame otherwise as built. */
-static void
-pad3(uint8_t *f, uint32_t *len)
-{
-	(void)len;
-	f[14 + 20 + 8 + 1] |= 0x30;
-}
-
-static void
-cases_length(void)
-{
-	static uint8_t data[1024];
-	struct droce_pkt p;
-
-	memset(data, 0x77, sizeof(data));
-	/* payload shorter than the RETH's DMA length */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 64, data, 60);
-	case_nak("WRITE ONLY 60 bytes of 64", &p, DROCE_AETH_NAK_INV_REQ, NULL);
-	/* longer */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 61, data, 64);
-	case_nak("WRITE ONLY 64 bytes of 61", &p, DROCE_AETH_NAK_INV_REQ, NULL);
-	/* PadCnt 3 over 64 bytes: a 61-byte payload against 64 announced */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 64, data, 64);
-	case_nak("WRITE ONLY PadCnt against DMA length", &p,
-		DROCE_AETH_NAK_INV_REQ, pad3);
-	/* payloads beyond the path MTU (256 here) */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 512, data, 512);
-	case_nak("WRITE ONLY 512 bytes, MTU 256", &p, DROCE_AETH_NAK_INV_REQ,
-		NULL);
-	qp_connect();
-	snapshot();
-	pkt_init(&p, DROCE_OP_RC_SEND_ONLY, epsn);
-	p.payload = data;
-	p.payload_len = 512;
-	case_nak("SEND ONLY 512 bytes, MTU 256", &p, DROCE_AETH_NAK_INV_REQ,
-		NULL);
-	/* PadCnt on a packet that does not end its message */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_FIRST, 0, 1024, data, MTU);
-	case_nak("WRITE FIRST with PadCnt", &p, DROCE_AETH_NAK_INV_REQ, pad3);
-	qp_connect();
-	snapshot();
-	pkt_init(&p, DROCE_OP_RC_SEND_FIRST, epsn);
-	p.payload = data;
-	p.payload_len = MTU;
-	case_nak("SEND FIRST with PadCnt", &p, DROCE_AETH_NAK_INV_REQ, pad3);
-	/* a WRITE FIRST announcing less than the MTU it carries */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_FIRST, 0, 200, data, MTU);
-	case_nak("WRITE FIRST over a 200-byte DMA length", &p,
-		DROCE_AETH_NAK_INV_REQ, NULL);
-}
-
-/* A SEND MIDDLE with PadCnt after a good FIRST: the FIRST's bytes stay,
- * the MIDDLE's are not placed, the receive completes in error. */
-static void
-case_send_middle_pad(void)
-{
-	static uint8_t first[MTU], mid[MTU];
-	const char *what = "SEND MIDDLE with PadCnt";
-	struct droce_pkt p;
-	uint8_t f[2048];
-	struct ibv_wc wc;
-	int n;
-
-	qp_connect();
-	memset(first, 0x31, sizeof(first));
-	memset(mid, 0x32, sizeof(mid));
-	pkt_init(&p, DROCE_OP_RC_SEND_FIRST, epsn);
-	p.payload = first;
-	p.payload_len = MTU;
-	inject(f, (uint32_t)build(&p, f, sizeof(f)));
-	/* no answer to a FIRST; give droce time to place it */
-	expect_silence("SEND FIRST");
-	CHECK(memcmp(rmem, first, MTU) == 0, "the FIRST is placed");
-	snapshot();
-	pkt_init(&p, DROCE_OP_RC_SEND_MIDDLE, epsn + 1);
-	p.payload = mid;
-	p.payload_len = MTU;
-	case_nak(what, &p, DROCE_AETH_NAK_INV_REQ, pad3);
-	n = droce_cq_poll(cq, &wc, 1);
-	CHECK(n == 1 && wc.wr_id == 0 && wc.status == IBV_WC_REM_INV_REQ_ERR,
-		"%s: the receive completes with REM_INV_REQ_ERR (%d, %d)", what,
-		n, n == 1 ? (int)wc.status : -1);
-}
-
-static void
-case_icrc(void)
-{
-	struct droce_tp_stats before = stats(), after;
-	uint8_t f[2048], data[64];
-	struct droce_pkt p;
-	int len;
-
-	qp_connect();
-	snapshot();
-	memset(data, 0x44, sizeof(data));
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 64, data, 64);
-	len = build(&p, f, sizeof(f));
-	f[len - 1] ^= 0x01;
-	inject(f, (uint32_t)len);
-	expect_silence("bad ICRC");
-	expect_state("bad ICRC", IBV_QPS_RTS);
-	expect_unchanged("bad ICRC");
-	after = stats();
-	CHECK_EQ(after.rx_drop_parse[-DROCE_WIRE_EICRC],
-		before.rx_drop_parse[-DROCE_WIRE_EICRC] + 1, "ICRC drop counted");
-}
-
-static void
-cases_classes(void)
-{
-	static uint8_t data[64];
-	struct droce_pkt p;
-	uint8_t f[2048];
-
-	memset(data, 0x55, sizeof(data));
-	/* bad R_Key: remote access error (class C) */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 64, data, 64);
-	p.reth_rkey ^= 0x100;
-	case_nak("WRITE with a bad R_Key", &p, DROCE_AETH_NAK_REM_ACC, NULL);
-	/* beyond the MR */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, MR_LEN - 32, 64, data, 64);
-	case_nak("WRITE past the MR's end", &p, DROCE_AETH_NAK_REM_ACC, NULL);
-	/* a misaligned atomic: invalid request */
-	qp_connect();
-	snapshot();
-	pkt_init(&p, DROCE_OP_RC_FETCH_ADD, epsn);
-	p.atm_va = (uintptr_t)(mem + 4);
-	p.atm_rkey = droce_mr_rkey(mr);
-	p.atm_swap_add = 1;
-	case_nak("misaligned FETCH_ADD", &p, DROCE_AETH_NAK_INV_REQ, NULL);
-	/* a PSN ahead: one sequence NAK for the expected PSN (class B: the
-	 * QP stays up) */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 64, data, 64);
-	p.psn = epsn + 5;
-	inject(f, (uint32_t)build(&p, f, sizeof(f)));
-	expect_aeth("PSN ahead", DROCE_AETH_NAK_PSN_SEQ, epsn);
-	expect_state("PSN ahead", IBV_QPS_RTS);
-	expect_unchanged("PSN ahead");
-	/* a duplicate: ACKed again (C9-105), not executed */
-	qp_connect();
-	snapshot();
-	write_pkt(&p, DROCE_OP_RC_WRITE_ONLY, 0, 64, data, 64);
-	p.psn = epsn - 1;
-	inject(f, (uint32_t)build(&p, f, sizeof(f)));
-	expect_aeth("duplicate PSN", DROCE_AETH_ACK_NOCREDIT, epsn - 1);
-	expect_state("duplicate PSN", IBV_QPS_RTS);
-	expect_unchanged("duplicate PSN");
-}
-
-/* The answer to an ATOMIC WRITE: a READ response ONLY, no payload. */
-static void
-expect_empty_read_resp(const char *what, uint32_t psn)
-{
-	struct droce_pkt a;
-
-	if (!answer(&a, 2000000000ull)) {
-		CHECK(0, "%s: no answer on the wire", what);
-		return;
-	}
-	CHECK(a.opcode == DROCE_OP_RC_READ_RESP_ONLY && a.payload_len == 0,
-		"%s: answered with opcode 0x%x, %u bytes", what, a.opcode,
-		a.payload_len);
-	CHECK(a.aeth_syndrome == DROCE_AETH_ACK_NOCREDIT && a.psn == psn,
-		"%s: syndrome 0x%02x PSN 0x%x, want 0x1f 0x%x", what,
-		a.aeth_syndrome, a.psn, psn);
-}
-
-static void
-awr_pkt(struct droce_pkt *p, uint64_t off, uint32_t dma_len,
-		const uint8_t *payload, uint32_t plen)
-{
-	write_pkt(p, DROCE_OP_RC_ATOMIC_WRITE, off, dma_len, payload, plen);
-}
-
-/*
- * IBTA 1.5 ATOMIC WRITE from a hostile peer: a good one stored and
- * answered with an empty READ response, its duplicate answered again and
- * not stored again; misaligned, 16 bytes, 4 bytes under a DMA length of 8:
- * Invalid Request; a bad R_Key and the last word past the MR: Remote
- * Access; not one byte placed for any of them.
- */
-static void
-cases_atomic_write(void)
-{
-	static const uint8_t word[16] = { 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6,
-		0xa7, 0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf, 0xb0 };
-	const char *what = "valid ATOMIC WRITE";
-	struct droce_pkt p;
-	uint8_t f[2048];
-	uint32_t len;
-
-	qp_connect();
-	snapshot();
-	awr_pkt(&p, 256, 8, word, 8);
-	len = (uint32_t)build(&p, f, sizeof(f));
-	inject(f, len);
-	expect_empty_read_resp(what, epsn);
-	expect_state(what, IBV_QPS_RTS);
-	memcpy(shadow + 256, word, 8);
-	expect_unchanged(what);
-	/* the same frame again: a duplicate, answered from the resource */
-	what = "duplicate ATOMIC WRITE";
-	mem[256] = 0x01;	/* a second store would undo this */
-	snapshot();
-	inject(f, len);
-	expect_empty_read_resp(what, epsn);
-	expect_state(what, IBV_QPS_RTS);
-	expect_unchanged(what);
-
-	qp_connect();
-	snapshot();
-	awr_pkt(&p, 260, 8, word, 8);
-	case_nak("misaligned ATOMIC WRITE", &p, DROCE_AETH_NAK_INV_REQ, NULL);
-	qp_connect();
-	snapshot();
-	awr_pkt(&p, 256, 16, word, 16);
-	case_nak("ATOMIC WRITE of 16 bytes", &p, DROCE_AETH_NAK_INV_REQ, NULL);
-	qp_connect();
-	snapshot();
-	awr_pkt(&p, 256, 8, word, 4);
-	case_nak("ATOMIC WRITE of 4 bytes under 8", &p, DROCE_AETH_NAK_INV_REQ,
-		NULL);
-	qp_connect();
-	snapshot();
-	awr_pkt(&p, 256, 8, word, 8);
-	p.reth_rkey ^= 0x100;
-	case_nak("ATOMIC WRITE with a bad R_Key", &p, DROCE_AETH_NAK_REM_ACC,
-		NULL);
-	qp_connect();
-	snapshot();
-	awr_pkt(&p, MR_LEN, 8, word, 8);
-	case_nak("ATOMIC WRITE past the MR's end", &p, DROCE_AETH_NAK_REM_ACC,
-		NULL);
-}
-
-static void
-flush_pkt(struct droce_pkt *p, uint64_t off, uint32_t dma_len, uint8_t plt,
-		uint8_t sel)
-{
-	write_pkt(p, DROCE_OP_RC_FLUSH, off, dma_len, NULL, 0);
-	p->feth_plt = plt;
-	p->feth_sel = sel;
-}
-
-/*
- * IBTA 1.5 FLUSH from a hostile peer (the MR takes global visibility,
- * not persistence): a FLUSH of a range and one of the whole MR answered
- * with an empty READ response, a duplicate answered again; persistence,
- * no placement type, a selectivity level that does not exist: Invalid
- * Request or Remote Access as IBTA and rxe say; a bad R_Key and a range
- * past the MR: Remote Access. Memory never changes.
- */
-static void
-cases_flush(void)
-{
-	const char *what = "valid FLUSH of a range";
-	struct droce_pkt p;
-	uint8_t f[256];
-	uint32_t len;
-
-	qp_connect();
-	snapshot();
-	flush_pkt(&p, 128, 512, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_RANGE);
-	len = (uint32_t)build(&p, f, sizeof(f));
-	inject(f, len);
-	expect_empty_read_resp(what, epsn);
-	expect_state(what, IBV_QPS_RTS);
-	expect_unchanged(what);
-	what = "duplicate FLUSH";
-	inject(f, len);
-	expect_empty_read_resp(what, epsn);
-	expect_state(what, IBV_QPS_RTS);
-	epsn = droce_psn_add(epsn, 1);
-	what = "FLUSH of the whole MR, the RETH's range past it";
-	flush_pkt(&p, MR_LEN * 4, 1u << 30, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_MR);
-	len = (uint32_t)build(&p, f, sizeof(f));
-	inject(f, len);
-	expect_empty_read_resp(what, epsn);
-	expect_state(what, IBV_QPS_RTS);
-	expect_unchanged(what);
-
-	qp_connect();
-	snapshot();
-	flush_pkt(&p, 0, 64, DROCE_FLUSH_PERSISTENT, DROCE_FLUSH_RANGE);
-	case_nak("FLUSH to persistence of a global-only MR", &p,
-		DROCE_AETH_NAK_REM_ACC, NULL);
-	qp_connect();
-	snapshot();
-	flush_pkt(&p, 0, 64, 0, DROCE_FLUSH_RANGE);
-	case_nak("FLUSH without a placement type", &p, DROCE_AETH_NAK_INV_REQ,
-		NULL);
-	qp_connect();
-	snapshot();
-	flush_pkt(&p, 0, 64, DROCE_FLUSH_GLOBAL, 3);
-	case_nak("FLUSH of selectivity 3", &p, DROCE_AETH_NAK_INV_REQ, NULL);
-	qp_connect();
-	snapshot();
-	flush_pkt(&p, 0, 64, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_RANGE);
-	p.reth_rkey ^= 0x100;
-	case_nak("FLUSH with a bad R_Key", &p, DROCE_AETH_NAK_REM_ACC, NULL);
-	qp_connect();
-	snapshot();
-	flush_pkt(&p, MR_LEN - 32, 64, DROCE_FLUSH_GLOBAL, DROCE_FLUSH_RANGE);
-	case_nak("FLUSH past the MR's end", &p, DROCE_AETH_NAK_REM_ACC, NULL);
 }
 
 #define ST(field) (offsetof(struct droce_tp_stats, field) / sizeof(uint64_t))
