@@ -263,317 +263,395 @@ tso_run(struct droce_qp *tx, struct droce_qp *rx, struct droce_cq *cq0,
 	CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "no more segments");
 }
 
-int
-main(void)
-{
+/* What main's steps share: the CQs, the raw QPs (tx on side 0, rx on
+ * side 1), side 0's send buffer, side 1's receive buffers (128 of 2048
+ * bytes) and the short one of the LOC_LEN step. */
+struct raw_ctx {
 	struct droce_cq *cq0, *cq1;
-	struct droce_qp *tx, *rx, *rc;
-	struct droce_flow *fl;
+	struct droce_qp *tx, *rx;
 	struct tbuf sb, rb, small;
+};
+
+/* Flow errors: a flow to a UD QP, a sniffer rule, a VLAN match, a spec
+ * past its rule, a VXLAN spec. The UD QP, destroyed at the end. */
+static struct droce_qp *
+flow_errors(struct raw_ctx *c)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+			.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_flow_attr a = { .type = IBV_FLOW_ATTR_NORMAL,
+		.size = sizeof(a), .port = 1 };
+	struct {
+		struct ibv_flow_attr a;
+		struct ibv_flow_spec_eth eth;
+	} v;
+	struct droce_qp *rc;
+
+	rc = droce_qp_create(L.end[1].pd, &ia, c->cq1, c->cq1, NULL);
+	errno = 0;
+	CHECK(droce_flow_create(rc, &a) == NULL && errno == EINVAL,
+		"flow to a UD QP: EINVAL");
+	a.type = IBV_FLOW_ATTR_SNIFFER;
+	errno = 0;
+	CHECK(droce_flow_create(c->rx, &a) == NULL && errno == EOPNOTSUPP,
+		"sniffer rule: EOPNOTSUPP");
+	memset(&v, 0, sizeof(v));
+	v.a.type = IBV_FLOW_ATTR_NORMAL;
+	v.a.size = sizeof(v);
+	v.a.port = 1;
+	v.a.num_of_specs = 1;
+	v.eth.type = IBV_FLOW_SPEC_ETH;
+	v.eth.size = sizeof(v.eth);
+	v.eth.mask.vlan_tag = 0xffff;
+	errno = 0;
+	CHECK(droce_flow_create(c->rx, &v.a) == NULL && errno == EOPNOTSUPP,
+		"VLAN match: EOPNOTSUPP");
+	v.eth.mask.vlan_tag = 0;
+	v.eth.size = sizeof(v.eth) + 4;
+	errno = 0;
+	CHECK(droce_flow_create(c->rx, &v.a) == NULL && errno == EINVAL,
+		"spec size past the rule: EINVAL");
+	v.eth.size = sizeof(v.eth);
+	v.eth.type = IBV_FLOW_SPEC_VXLAN_TUNNEL;
+	errno = 0;
+	CHECK(droce_flow_create(c->rx, &v.a) == NULL && errno == EOPNOTSUPP,
+		"VXLAN spec: EOPNOTSUPP");
+	return rc;
+}
+
+/* A UDP flow from side 0's MAC and port TCP_SPORT to rx. */
+static struct droce_flow *
+udp_flow(struct droce_qp *qp)
+{
+	struct {
+		struct ibv_flow_attr a;
+		struct ibv_flow_spec_eth eth;
+		struct ibv_flow_spec_ipv4_ext ip;
+		struct ibv_flow_spec_tcp_udp udp;
+	} r;
+
+	memset(&r, 0, sizeof(r));
+	r.a.type = IBV_FLOW_ATTR_NORMAL;
+	r.a.size = sizeof(r);
+	r.a.num_of_specs = 3;
+	r.a.port = 1;
+	r.eth.type = IBV_FLOW_SPEC_ETH;
+	r.eth.size = sizeof(r.eth);
+	memcpy(r.eth.val.src_mac, L.end[0].mac, 6);
+	memset(r.eth.mask.src_mac, 0xff, 6);
+	r.ip.type = IBV_FLOW_SPEC_IPV4_EXT;
+	r.ip.size = sizeof(r.ip);
+	r.ip.val.proto = 17;
+	r.ip.mask.proto = 0xff;
+	r.udp.type = IBV_FLOW_SPEC_UDP;
+	r.udp.size = sizeof(r.udp);
+	r.udp.val.src_port = __builtin_bswap16(TCP_SPORT);
+	r.udp.mask.src_port = 0xffff;
+	return droce_flow_create(qp, &r.a);
+}
+
+/* No flow yet: a frame for side 1 goes nowhere. A UDP flow steers it:
+ * whole frame, sums filled in by IP_CSUM; rx EBUSY while it has it. */
+static void
+steer_udp(struct raw_ctx *c)
+{
+	struct droce_flow *fl;
 	struct ibv_send_wr wr;
 	struct ibv_sge s;
 	struct ibv_wc wc;
-	uint8_t hdr[64], *f;
-	uint32_t hl, i;
-	int n;
+	uint32_t hl;
+	uint8_t *f;
 
-	CHECK_EQ(fl_init(&L, 99, 1500), 0, "link");
-	cq0 = droce_cq_create(L.end[0].dev, 0, 256);
-	cq1 = droce_cq_create(L.end[1].dev, 0, 256);
-	tx = raw_qp(0, cq0, 4);
-	rx = raw_qp(1, cq1, 128);
-	tbuf_init(&sb, L.end[0].pd, TSO_LEN + 4096, IBV_ACCESS_LOCAL_WRITE);
-	tbuf_init(&rb, L.end[1].pd, 128 * 2048, IBV_ACCESS_LOCAL_WRITE);
-
-	/* flow errors */
-	rc = NULL;
-	{
-		struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_UD,
-			.cap = { .max_send_wr = 1, .max_recv_wr = 1,
-				.max_send_sge = 1, .max_recv_sge = 1 } };
-		struct ibv_flow_attr a = { .type = IBV_FLOW_ATTR_NORMAL,
-			.size = sizeof(a), .port = 1 };
-		struct {
-			struct ibv_flow_attr a;
-			struct ibv_flow_spec_eth eth;
-		} v;
-
-		rc = droce_qp_create(L.end[1].pd, &ia, cq1, cq1, NULL);
-		errno = 0;
-		CHECK(droce_flow_create(rc, &a) == NULL && errno == EINVAL,
-			"flow to a UD QP: EINVAL");
-		a.type = IBV_FLOW_ATTR_SNIFFER;
-		errno = 0;
-		CHECK(droce_flow_create(rx, &a) == NULL && errno == EOPNOTSUPP,
-			"sniffer rule: EOPNOTSUPP");
-		memset(&v, 0, sizeof(v));
-		v.a.type = IBV_FLOW_ATTR_NORMAL;
-		v.a.size = sizeof(v);
-		v.a.port = 1;
-		v.a.num_of_specs = 1;
-		v.eth.type = IBV_FLOW_SPEC_ETH;
-		v.eth.size = sizeof(v.eth);
-		v.eth.mask.vlan_tag = 0xffff;
-		errno = 0;
-		CHECK(droce_flow_create(rx, &v.a) == NULL && errno == EOPNOTSUPP,
-			"VLAN match: EOPNOTSUPP");
-		v.eth.mask.vlan_tag = 0;
-		v.eth.size = sizeof(v.eth) + 4;
-		errno = 0;
-		CHECK(droce_flow_create(rx, &v.a) == NULL && errno == EINVAL,
-			"spec size past the rule: EINVAL");
-		v.eth.size = sizeof(v.eth);
-		v.eth.type = IBV_FLOW_SPEC_VXLAN_TUNNEL;
-		errno = 0;
-		CHECK(droce_flow_create(rx, &v.a) == NULL && errno == EOPNOTSUPP,
-			"VXLAN spec: EOPNOTSUPP");
-	}
-
-	/* no flow yet: a frame for side 1 goes nowhere */
-	post_recvs(rx, &rb, 128, 2048);
-	hl = headers(sb.p, 17, 0);
-	pattern(sb.p + hl, 100, 1);
-	put16(sb.p + 16, (uint16_t)(20 + 8 + 100));
-	put16(sb.p + 38, 8 + 100);
-	s = sge_of(&sb, 0, hl + 100);
+	post_recvs(c->rx, &c->rb, 128, 2048);
+	hl = headers(c->sb.p, 17, 0);
+	pattern(c->sb.p + hl, 100, 1);
+	put16(c->sb.p + 16, (uint16_t)(20 + 8 + 100));
+	put16(c->sb.p + 38, 8 + 100);
+	s = sge_of(&c->sb, 0, hl + 100);
 	memset(&wr, 0, sizeof(wr));
 	wr.wr_id = 7;
 	wr.sg_list = &s;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
 	wr.send_flags = IBV_SEND_SIGNALED | IBV_SEND_IP_CSUM;
-	CHECK_EQ(send_wr(tx, &wr), 0, "raw SEND");
-	CHECK_EQ(wait_wc(&L, cq0, &wc, 1000000), 0, "send completion");
+	CHECK_EQ(send_wr(c->tx, &wr), 0, "raw SEND");
+	CHECK_EQ(wait_wc(&L, c->cq0, &wc, 1000000), 0, "send completion");
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND &&
 		wc.wr_id == 7, "SEND completes as IBV_WC_SEND");
 	fl_run_idle(&L, 1000000);
-	CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "no flow: nothing received");
+	CHECK_EQ(droce_cq_poll(c->cq1, &wc, 1), 0,
+		"no flow: nothing received");
 
-	/* a UDP flow steers it: whole frame, sums filled in by IP_CSUM */
-	{
-		struct {
-			struct ibv_flow_attr a;
-			struct ibv_flow_spec_eth eth;
-			struct ibv_flow_spec_ipv4_ext ip;
-			struct ibv_flow_spec_tcp_udp udp;
-		} r;
-
-		memset(&r, 0, sizeof(r));
-		r.a.type = IBV_FLOW_ATTR_NORMAL;
-		r.a.size = sizeof(r);
-		r.a.num_of_specs = 3;
-		r.a.port = 1;
-		r.eth.type = IBV_FLOW_SPEC_ETH;
-		r.eth.size = sizeof(r.eth);
-		memcpy(r.eth.val.src_mac, L.end[0].mac, 6);
-		memset(r.eth.mask.src_mac, 0xff, 6);
-		r.ip.type = IBV_FLOW_SPEC_IPV4_EXT;
-		r.ip.size = sizeof(r.ip);
-		r.ip.val.proto = 17;
-		r.ip.mask.proto = 0xff;
-		r.udp.type = IBV_FLOW_SPEC_UDP;
-		r.udp.size = sizeof(r.udp);
-		r.udp.val.src_port = __builtin_bswap16(TCP_SPORT);
-		r.udp.mask.src_port = 0xffff;
-		fl = droce_flow_create(rx, &r.a);
-		CHECK(fl != NULL, "UDP flow");
-	}
+	fl = udp_flow(c->rx);
+	CHECK(fl != NULL, "UDP flow");
 	wr.wr_id = 8;
-	CHECK_EQ(send_wr(tx, &wr), 0, "raw SEND again");
-	CHECK_EQ(wait_wc(&L, cq0, &wc, 1000000), 0, "send completion");
-	CHECK_EQ(wait_wc(&L, cq1, &wc, 1000000), 0, "UDP frame received");
+	CHECK_EQ(send_wr(c->tx, &wr), 0, "raw SEND again");
+	CHECK_EQ(wait_wc(&L, c->cq0, &wc, 1000000), 0, "send completion");
+	CHECK_EQ(wait_wc(&L, c->cq1, &wc, 1000000), 0, "UDP frame received");
 	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV &&
-		wc.byte_len == hl + 100 && wc.qp_num == droce_qp_num(rx),
+		wc.byte_len == hl + 100 && wc.qp_num == droce_qp_num(c->rx),
 		"RECV, byte_len the whole frame (%u)", wc.byte_len);
 	CHECK(wc.wc_flags & IBV_WC_IP_CSUM_OK, "IP_CSUM_OK");
-	f = rb.p + wc.wr_id * 2048;
-	CHECK(memcmp(f, sb.p, 14) == 0 && pattern_ok(f + hl, 100, 1),
+	f = c->rb.p + wc.wr_id * 2048;
+	CHECK(memcmp(f, c->sb.p, 14) == 0 && pattern_ok(f + hl, 100, 1),
 		"frame bytes");
 	CHECK(sums_ok(f, wc.byte_len), "IPv4 and UDP sums filled in");
-	CHECK_EQ(droce_qp_destroy(rx), -EBUSY, "destroy with a flow: EBUSY");
+	CHECK_EQ(droce_qp_destroy(c->rx), -EBUSY,
+		"destroy with a flow: EBUSY");
 	CHECK_EQ(droce_flow_destroy(fl), 0, "destroy flow");
+}
 
-	/* TSO: 64 KB in MSS segments to a TCP flow, cut by droce; then by
-	 * a NIC that cuts frames of up to 64 segments (droce hands it one
-	 * of 45 segments, the IPv4 length's limit, and cuts the last
-	 * itself), but not one with CWR, which only the first segment may
-	 * carry */
-	fl = tcp_flow(rx, TCP_DPORT);
+/*
+ * TSO: 64 KB in MSS segments to a TCP flow, cut by droce; then by a NIC
+ * that cuts frames of up to 64 segments (droce hands it one of 45
+ * segments, the IPv4 length's limit, and cuts the last itself), but not
+ * one with CWR, which only the first segment may carry. The TCP flow,
+ * left for the steps after.
+ */
+static struct droce_flow *
+tso_cases(struct raw_ctx *c)
+{
+	struct droce_flow *fl;
+
+	fl = tcp_flow(c->rx, TCP_DPORT);
 	CHECK(fl != NULL, "TCP flow");
-	tso_run(tx, rx, cq0, cq1, &sb, &rb, 0x80 | 0x10 | 0x08 | 0x01, "droce");
+	tso_run(c->tx, c->rx, c->cq0, c->cq1, &c->sb, &c->rb,
+		0x80 | 0x10 | 0x08 | 0x01, "droce");
 	CHECK_EQ(L.tso_frames[0], 0, "no NIC TSO: droce cut every segment");
 	fl_set_tso(&L, 64);
-	tso_run(tx, rx, cq0, cq1, &sb, &rb, 0x10 | 0x08 | 0x01, "the NIC");
+	tso_run(c->tx, c->rx, c->cq0, c->cq1, &c->sb, &c->rb,
+		0x10 | 0x08 | 0x01, "the NIC");
 	CHECK(L.tso_frames[0] == 1 && L.tso_segments[0] == 45,
 		"the NIC cut one frame into 45 segments (%llu, %llu)",
 		(unsigned long long)L.tso_frames[0],
 		(unsigned long long)L.tso_segments[0]);
-	tso_run(tx, rx, cq0, cq1, &sb, &rb, 0x80 | 0x10 | 0x08 | 0x01,
-		"droce (CWR)");
+	tso_run(c->tx, c->rx, c->cq0, c->cq1, &c->sb, &c->rb,
+		0x80 | 0x10 | 0x08 | 0x01, "droce (CWR)");
 	CHECK_EQ(L.tso_frames[0], 1, "with CWR, droce cut every segment");
 	fl_set_tso(&L, 0);
+	return fl;
+}
 
-	/* packet pacing: 10 frames of 1000 bytes at 8 Mbit/s take at least
-	 * 9 gaps of (1000 + 24) * 8 / 8e6 s, less the 200 us a QP may catch
-	 * up by */
-	{
-		struct ibv_qp_attr a;
-		uint64_t t0 = L.now, gap = (1000 + 24) * 8 * 1000000ull / 8000;
-		struct ibv_send_wr *bad;
+/*
+ * Packet pacing: 10 frames of 1000 bytes at 8 Mbit/s take at least 9
+ * gaps of (1000 + 24) * 8 / 8e6 s, less the 200 us a QP may catch up by.
+ * The TCP flow takes them.
+ */
+static void
+pacing(struct raw_ctx *c)
+{
+	struct ibv_qp_attr a;
+	uint64_t t0 = L.now, gap = (1000 + 24) * 8 * 1000000ull / 8000;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge s;
+	struct ibv_wc wc;
+	uint32_t i;
 
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.rate_limit = 200000000;
-		CHECK_EQ(droce_qp_modify(tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
-			NULL), -EINVAL, "rate over the maximum: EINVAL");
-		a.rate_limit = 8000;
-		CHECK_EQ(droce_qp_modify(tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
-			NULL), 0, "rate limit 8 Mbit/s");
-		hl = headers(sb.p, 6, 0x10);
-		put16(sb.p + 16, (uint16_t)(1000 - 14));
-		s = sge_of(&sb, 0, 1000);
-		memset(&wr, 0, sizeof(wr));
-		wr.sg_list = &s;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		for (i = 0; i < 10; i++) {
-			wr.wr_id = 100 + i;
-			wr.send_flags = i == 9 ? IBV_SEND_SIGNALED : 0;
-			CHECK_EQ(droce_qp_post_send(tx, &wr, &bad), 0, "paced post");
-		}
-		CHECK_EQ(wait_wc(&L, cq0, &wc, 100000000), 0, "paced sends done");
-		CHECK(wc.wr_id == 109 && L.now - t0 >= 9 * gap - 200000 &&
-			L.now - t0 < 12 * gap, "10 frames took %llu ns (gap %llu)",
-			(unsigned long long)(L.now - t0),
-			(unsigned long long)gap);
-		a.rate_limit = 0;
-		CHECK_EQ(droce_qp_modify(tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
-			NULL), 0, "rate limit off");
-		/* the TCP flow took them: drain and repost */
-		for (i = 0; i < 10; i++) {
-			struct ibv_sge rs;
-			struct ibv_recv_wr rw = { .num_sge = 1 }, *rbad;
-
-			if (wait_wc(&L, cq1, &wc, 1000000) != 0)
-				break;
-			rs = sge_of(&rb, (wc.wr_id % 128) * 2048, 2048);
-			rw.wr_id = wc.wr_id + 128;
-			rw.sg_list = &rs;
-			droce_qp_post_recv(rx, &rw, &rbad);
-		}
-		CHECK_EQ(i, 10, "10 paced frames received");
-		memset(&wr, 0, sizeof(wr));
-		hl = headers(hdr, 6, 0x10);
-		s = sge_of(&sb, 0, TSO_LEN);
-		wr.sg_list = &s;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_TSO;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		wr.tso.hdr = hdr;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.rate_limit = 200000000;
+	CHECK_EQ(droce_qp_modify(c->tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
+		NULL), -EINVAL, "rate over the maximum: EINVAL");
+	a.rate_limit = 8000;
+	CHECK_EQ(droce_qp_modify(c->tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
+		NULL), 0, "rate limit 8 Mbit/s");
+	headers(c->sb.p, 6, 0x10);
+	put16(c->sb.p + 16, (uint16_t)(1000 - 14));
+	s = sge_of(&c->sb, 0, 1000);
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	for (i = 0; i < 10; i++) {
+		wr.wr_id = 100 + i;
+		wr.send_flags = i == 9 ? IBV_SEND_SIGNALED : 0;
+		CHECK_EQ(droce_qp_post_send(c->tx, &wr, &bad), 0, "paced post");
 	}
+	CHECK_EQ(wait_wc(&L, c->cq0, &wc, 100000000), 0, "paced sends done");
+	CHECK(wc.wr_id == 109 && L.now - t0 >= 9 * gap - 200000 &&
+		L.now - t0 < 12 * gap, "10 frames took %llu ns (gap %llu)",
+		(unsigned long long)(L.now - t0), (unsigned long long)gap);
+	a.rate_limit = 0;
+	CHECK_EQ(droce_qp_modify(c->tx, &a, IBV_QP_STATE | IBV_QP_RATE_LIMIT,
+		NULL), 0, "rate limit off");
+	/* the TCP flow took them: drain and repost */
+	for (i = 0; i < 10; i++) {
+		struct ibv_sge rs;
+		struct ibv_recv_wr rw = { .num_sge = 1 }, *rbad;
 
-	/* posting rules */
+		if (wait_wc(&L, c->cq1, &wc, 1000000) != 0)
+			break;
+		rs = sge_of(&c->rb, (wc.wr_id % 128) * 2048, 2048);
+		rw.wr_id = wc.wr_id + 128;
+		rw.sg_list = &rs;
+		droce_qp_post_recv(c->rx, &rw, &rbad);
+	}
+	CHECK_EQ(i, 10, "10 paced frames received");
+}
+
+/* Posting rules: a TSO header that is not Eth/IP/TCP, a TSO segment or
+ * a frame past the MTU, a WRITE. */
+static void
+posting_rules(struct raw_ctx *c)
+{
+	struct ibv_send_wr wr;
+	struct ibv_sge s;
+	uint8_t hdr[64];
+	uint32_t hl;
+
+	memset(&wr, 0, sizeof(wr));
+	hl = headers(hdr, 6, 0x10);
+	s = sge_of(&c->sb, 0, TSO_LEN);
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_TSO;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.tso.hdr = hdr;
 	wr.tso.hdr_sz = (uint16_t)(hl - 1);
-	CHECK_EQ(send_wr(tx, &wr), EINVAL, "TSO header not Eth/IP/TCP: EINVAL");
+	CHECK_EQ(send_wr(c->tx, &wr), EINVAL,
+		"TSO header not Eth/IP/TCP: EINVAL");
 	wr.tso.hdr_sz = (uint16_t)hl;
 	wr.tso.mss = 1500;
-	CHECK_EQ(send_wr(tx, &wr), EINVAL, "TSO segment past the MTU: EINVAL");
+	CHECK_EQ(send_wr(c->tx, &wr), EINVAL,
+		"TSO segment past the MTU: EINVAL");
 	wr.opcode = IBV_WR_SEND;
 	s.length = 1500 + 14 + 4 + 1;
-	CHECK_EQ(send_wr(tx, &wr), EINVAL, "frame past the MTU: EINVAL");
+	CHECK_EQ(send_wr(c->tx, &wr), EINVAL, "frame past the MTU: EINVAL");
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	s.length = 100;
-	CHECK_EQ(send_wr(tx, &wr), EINVAL, "WRITE on a raw QP: EINVAL");
+	CHECK_EQ(send_wr(c->tx, &wr), EINVAL, "WRITE on a raw QP: EINVAL");
+}
 
-	/* a frame longer than the receive buffer: LOC_LEN_ERR, nothing
-	 * written past the buffer; drain the big buffers first */
+/* A frame longer than the receive buffer: LOC_LEN_ERR, nothing written
+ * past the buffer (c->small); the TCP flow fl to the big buffers goes
+ * first. */
+static void
+loc_len(struct raw_ctx *c, struct droce_flow *fl)
+{
+	struct droce_qp *rx2;
+	struct ibv_sge rs, s;
+	struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &rs, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+	struct ibv_send_wr wr;
+	struct ibv_wc wc;
+	uint32_t hl, i;
+	int n;
+
 	CHECK_EQ(droce_flow_destroy(fl), 0, "destroy TCP flow");
-	tbuf_init(&small, L.end[1].pd, 256, IBV_ACCESS_LOCAL_WRITE);
-	memset(small.p, 0x5a, 256);
-	{
-		struct droce_qp *rx2 = raw_qp(1, cq1, 1);
-		struct ibv_sge rs = sge_of(&small, 0, 64);
-		struct ibv_recv_wr rw = { .wr_id = 77, .sg_list = &rs,
-			.num_sge = 1 };
-		struct ibv_recv_wr *bad;
+	tbuf_init(&c->small, L.end[1].pd, 256, IBV_ACCESS_LOCAL_WRITE);
+	memset(c->small.p, 0x5a, 256);
+	rx2 = raw_qp(1, c->cq1, 1);
+	rs = sge_of(&c->small, 0, 64);
+	CHECK_EQ(droce_qp_post_recv(rx2, &rw, &bad), 0, "small recv");
+	fl = tcp_flow(rx2, TCP_DPORT + 1);
+	CHECK(fl != NULL, "flow to the small QP");
+	hl = headers(c->sb.p, 6, 0x10);
+	put16(c->sb.p + 36, TCP_DPORT + 1);
+	put16(c->sb.p + 16, 40 + 100);
+	s = sge_of(&c->sb, 0, hl + 100);
+	memset(&wr, 0, sizeof(wr));
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	wr.wr_id = 10;
+	CHECK_EQ(send_wr(c->tx, &wr), 0, "long frame");
+	CHECK_EQ(wait_wc(&L, c->cq0, &wc, 1000000), 0, "send completion");
+	CHECK_EQ(wait_wc(&L, c->cq1, &wc, 1000000), 0, "receive completion");
+	CHECK(wc.wr_id == 77 && wc.status == IBV_WC_LOC_LEN_ERR,
+		"LOC_LEN_ERR (status %d)", wc.status);
+	for (i = 0, n = 0; i < 256; i++)
+		n += c->small.p[i] != 0x5a;
+	CHECK_EQ(n, 0, "nothing written");
+	CHECK_EQ(droce_qp_state(rx2), IBV_QPS_RTS, "QP goes on");
+	CHECK_EQ(droce_flow_destroy(fl), 0, "destroy");
+	CHECK_EQ(droce_qp_destroy(rx2), 0, "destroy small QP");
+}
 
-		CHECK_EQ(droce_qp_post_recv(rx2, &rw, &bad), 0, "small recv");
-		fl = tcp_flow(rx2, TCP_DPORT + 1);
-		CHECK(fl != NULL, "flow to the small QP");
-		hl = headers(sb.p, 6, 0x10);
-		put16(sb.p + 36, TCP_DPORT + 1);
-		put16(sb.p + 16, 40 + 100);
-		s = sge_of(&sb, 0, hl + 100);
-		wr.opcode = IBV_WR_SEND;
-		wr.wr_id = 10;
-		CHECK_EQ(send_wr(tx, &wr), 0, "long frame");
-		CHECK_EQ(wait_wc(&L, cq0, &wc, 1000000), 0, "send completion");
-		CHECK_EQ(wait_wc(&L, cq1, &wc, 1000000), 0, "receive completion");
-		CHECK(wc.wr_id == 77 && wc.status == IBV_WC_LOC_LEN_ERR,
-			"LOC_LEN_ERR (status %d)", wc.status);
-		for (i = 0, n = 0; i < 256; i++)
-			n += small.p[i] != 0x5a;
-		CHECK_EQ(n, 0, "nothing written");
-		CHECK_EQ(droce_qp_state(rx2), IBV_QPS_RTS, "QP goes on");
-		CHECK_EQ(droce_flow_destroy(fl), 0, "destroy");
-		CHECK_EQ(droce_qp_destroy(rx2), 0, "destroy small QP");
-	}
+/* RoCE beside a flow that takes every frame it is offered: an RC SEND
+ * still reaches its RC QP, the raw QP sees nothing. */
+static void
+roce_beside_catch_all(struct raw_ctx *c)
+{
+	struct ibv_flow_attr all = { .type = IBV_FLOW_ATTR_NORMAL,
+		.size = sizeof(all), .port = 1 };
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct droce_qp *rca = droce_qp_create(L.end[0].pd, &ia, c->cq0,
+		c->cq0, NULL);
+	struct droce_qp *rcb = droce_qp_create(L.end[1].pd, &ia, c->cq1,
+		c->cq1, NULL);
+	struct ibv_sge rs = sge_of(&c->rb, 0, 4096), s;
+	struct ibv_recv_wr rw = { .wr_id = 999, .sg_list = &rs,
+		.num_sge = 1 };
+	struct ibv_recv_wr *rbad;
+	struct ibv_send_wr wr;
+	struct droce_flow *fl;
+	struct fl_qp_opts o;
+	struct ibv_wc wc;
 
-	/* RoCE beside a flow that takes every frame it is offered: an RC
-	 * SEND still reaches its RC QP, the raw QP sees nothing */
-	{
-		struct ibv_flow_attr all = { .type = IBV_FLOW_ATTR_NORMAL,
-			.size = sizeof(all), .port = 1 };
-		struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-				.max_send_sge = 1, .max_recv_sge = 1 } };
-		struct droce_qp *rca = droce_qp_create(L.end[0].pd, &ia, cq0,
-			cq0, NULL);
-		struct droce_qp *rcb = droce_qp_create(L.end[1].pd, &ia, cq1,
-			cq1, NULL);
-		struct ibv_sge rs = sge_of(&rb, 0, 4096);
-		struct ibv_recv_wr rw = { .wr_id = 999, .sg_list = &rs,
-			.num_sge = 1 };
-		struct ibv_recv_wr *rbad;
-		struct fl_qp_opts o;
+	fl = droce_flow_create(c->rx, &all);
+	CHECK(fl != NULL, "a flow with no spec (every non-RoCE frame)");
+	fl_qp_opts_default(&o);
+	CHECK_EQ(fl_connect(&L, rca, rcb, &o), 0, "RC pair");
+	CHECK_EQ(droce_qp_post_recv(rcb, &rw, &rbad), 0, "RC recv");
+	pattern(c->sb.p, 3000, 5);
+	s = sge_of(&c->sb, 0, 3000);
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 11;
+	wr.sg_list = &s;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	CHECK_EQ(send_wr(rca, &wr), 0, "RC SEND");
+	CHECK_EQ(wait_wc(&L, c->cq1, &wc, 10000000), 0, "RC receive");
+	CHECK(wc.wr_id == 999 && wc.status == IBV_WC_SUCCESS &&
+		wc.byte_len == 3000 && wc.qp_num == droce_qp_num(rcb) &&
+		pattern_ok(c->rb.p, 3000, 5),
+		"the RC SEND reached its QP, not the raw one (wr %llu "
+		"status %d len %u qp %u)", (unsigned long long)wc.wr_id,
+		wc.status, wc.byte_len, wc.qp_num);
+	CHECK_EQ(wait_wc(&L, c->cq0, &wc, 10000000), 0, "RC send done");
+	fl_run_idle(&L, 1000000);
+	CHECK_EQ(droce_cq_poll(c->cq1, &wc, 1), 0, "nothing for the raw QP");
+	CHECK_EQ(droce_flow_destroy(fl), 0, "destroy the catch-all");
+	CHECK_EQ(droce_qp_destroy(rca), 0, "destroy RC");
+	CHECK_EQ(droce_qp_destroy(rcb), 0, "destroy RC");
+}
 
-		fl = droce_flow_create(rx, &all);
-		CHECK(fl != NULL, "a flow with no spec (every non-RoCE frame)");
-		fl_qp_opts_default(&o);
-		CHECK_EQ(fl_connect(&L, rca, rcb, &o), 0, "RC pair");
-		CHECK_EQ(droce_qp_post_recv(rcb, &rw, &rbad), 0, "RC recv");
-		pattern(sb.p, 3000, 5);
-		s = sge_of(&sb, 0, 3000);
-		memset(&wr, 0, sizeof(wr));
-		wr.wr_id = 11;
-		wr.sg_list = &s;
-		wr.num_sge = 1;
-		wr.opcode = IBV_WR_SEND;
-		wr.send_flags = IBV_SEND_SIGNALED;
-		CHECK_EQ(send_wr(rca, &wr), 0, "RC SEND");
-		CHECK_EQ(wait_wc(&L, cq1, &wc, 10000000), 0, "RC receive");
-		CHECK(wc.wr_id == 999 && wc.status == IBV_WC_SUCCESS &&
-			wc.byte_len == 3000 && wc.qp_num == droce_qp_num(rcb) &&
-			pattern_ok(rb.p, 3000, 5),
-			"the RC SEND reached its QP, not the raw one (wr %llu "
-			"status %d len %u qp %u)", (unsigned long long)wc.wr_id,
-			wc.status, wc.byte_len, wc.qp_num);
-		CHECK_EQ(wait_wc(&L, cq0, &wc, 10000000), 0, "RC send done");
-		fl_run_idle(&L, 1000000);
-		CHECK_EQ(droce_cq_poll(cq1, &wc, 1), 0, "nothing for the raw QP");
-		CHECK_EQ(droce_flow_destroy(fl), 0, "destroy the catch-all");
-		CHECK_EQ(droce_qp_destroy(rca), 0, "destroy RC");
-		CHECK_EQ(droce_qp_destroy(rcb), 0, "destroy RC");
-	}
+int
+main(void)
+{
+	struct raw_ctx c;
+	struct droce_flow *tcp;
+	struct droce_qp *ud;
 
-	CHECK_EQ(droce_qp_destroy(rc), 0, "destroy UD");
-	CHECK_EQ(droce_qp_destroy(rx), 0, "destroy rx");
-	CHECK_EQ(droce_qp_destroy(tx), 0, "destroy tx");
-	tbuf_fini(&small);
-	tbuf_fini(&sb);
-	tbuf_fini(&rb);
-	droce_cq_destroy(cq0);
-	droce_cq_destroy(cq1);
+	CHECK_EQ(fl_init(&L, 99, 1500), 0, "link");
+	c.cq0 = droce_cq_create(L.end[0].dev, 0, 256);
+	c.cq1 = droce_cq_create(L.end[1].dev, 0, 256);
+	c.tx = raw_qp(0, c.cq0, 4);
+	c.rx = raw_qp(1, c.cq1, 128);
+	tbuf_init(&c.sb, L.end[0].pd, TSO_LEN + 4096, IBV_ACCESS_LOCAL_WRITE);
+	tbuf_init(&c.rb, L.end[1].pd, 128 * 2048, IBV_ACCESS_LOCAL_WRITE);
+
+	ud = flow_errors(&c);
+	steer_udp(&c);
+	tcp = tso_cases(&c);
+	pacing(&c);
+	posting_rules(&c);
+	loc_len(&c, tcp);
+	roce_beside_catch_all(&c);
+
+	CHECK_EQ(droce_qp_destroy(ud), 0, "destroy UD");
+	CHECK_EQ(droce_qp_destroy(c.rx), 0, "destroy rx");
+	CHECK_EQ(droce_qp_destroy(c.tx), 0, "destroy tx");
+	tbuf_fini(&c.small);
+	tbuf_fini(&c.sb);
+	tbuf_fini(&c.rb);
+	droce_cq_destroy(c.cq0);
+	droce_cq_destroy(c.cq1);
 	fl_fini(&L);
 	return check_report("transport_raw_packet");
 }
