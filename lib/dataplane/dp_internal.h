@@ -9,6 +9,8 @@
 
 #include <pthread.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <rte_ethdev.h>
 #include <rte_log.h>
@@ -251,7 +253,47 @@ int dp_zc_chain(struct dp_queue *q, struct rte_mbuf *h, struct droce_txbuf *b);
 void dp_tso_offload(struct dp_queue *q, struct rte_mbuf *m,
 		const struct droce_txbuf *b);
 
-/* dp_poll.c: passes over a queue, its lock, the progress thread */
+/* dp_poll.c: passes over a queue, its lock */
+/* One pass over q at tsc (queue_poll); the caller holds q->lock. Returns
+ * work done. */
+int dp_queue_poll(struct dp_queue *q, uint64_t tsc);
+
+/* The progress loops' lock: not while a queue_lock waits (it goes
+ * first), nor while another holds it. */
+static inline int
+dp_queue_trylock(struct dp_queue *q)
+{
+	return q->lock_waiters == 0 && rte_spinlock_trylock(&q->lock);
+}
+
+static inline void
+dp_efd_write(int fd)
+{
+	uint64_t one = 1;
+
+	if (write(fd, &one, sizeof(one)) != sizeof(one))
+		return;		/* saturated: the reader wakes anyway */
+}
+
+/* Let the queue's lock go, then give the wake-ups its pass deferred. */
+static inline void
+dp_queue_unlock(struct dp_queue *q)
+{
+	int fds[DP_SIGNALS];
+	uint32_t i, n = q->nsignal;
+
+	if (likely(n == 0)) {
+		rte_spinlock_unlock(&q->lock);
+		return;
+	}
+	memcpy(fds, q->signal_fd, n * sizeof(fds[0]));
+	q->nsignal = 0;
+	rte_spinlock_unlock(&q->lock);
+	for (i = 0; i < n; i++)
+		dp_efd_write(fds[i]);
+}
+
+/* dp_thread.c: the progress thread, its naps and what wakes it */
 int dp_progress_thread_start(struct droce_port *p);
 void dp_progress_stop(struct droce_port *p);
 

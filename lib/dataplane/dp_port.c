@@ -5,8 +5,8 @@
 /*
  * Ports: bring up a DPDK ethdev (or take one the application configured),
  * create the transport device and its queues on it, close it all again,
- * and read the port's counters. Progress is dp_poll.c, transmit
- * dp_txbuf.c, per-process set-up dp_eal.c.
+ * and read the port's counters. Progress is dp_poll.c and dp_thread.c,
+ * transmit dp_txbuf.c, per-process set-up dp_eal.c.
  */
 
 #include <errno.h>
