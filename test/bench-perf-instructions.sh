@@ -20,10 +20,13 @@ command -v valgrind >/dev/null || { echo "needs valgrind" >&2; exit 2; }
 out=$(mktemp -d /tmp/droce-pinstr.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 
-# count FILE FUNCTION: the function's inclusive instructions
+# count FILE FUNCTION: the function's inclusive instructions. Its first
+# line, the largest: callgrind names a function by the source file of
+# its first block (an inline helper's header, maybe) and lists the parts
+# from each file below it.
 count() {
 	callgrind_annotate --inclusive=yes "$1" 2>/dev/null |
-		awk -v f="$2" 'index($0, "droce-perf/main.c:" f " ") {
+		awk -v f="$2" '$0 ~ "droce-perf/[^ :]*:" f "( |$)" {
 			gsub(",", "", $1); print $1; exit }'
 }
 

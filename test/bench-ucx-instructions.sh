@@ -71,7 +71,7 @@ perf_client() {
 		"$top/test/dataplane/perf-pair.sh" "$perf" memif -- --op "$op" \
 		--size "$size" --iters "$n" --no-raw "$@" > "$out/log" 2>&1
 	callgrind_annotate --inclusive=yes "$out/cg" 2>/dev/null |
-		awk 'index($0, "droce-perf/main.c:client_job ") {
+		awk '$0 ~ "droce-perf/[^ :]*:client_job( |$)" {
 			gsub(",", "", $1); print $1; exit }'
 }
 
