@@ -193,23 +193,25 @@ check_words(const uint8_t *buf, int from_server)
 	return bad ? -1 : 0;
 }
 
-int
-main(int argc, char **argv)
-{
+/* One side's verbs objects, its buffer (BUF bytes of pattern, then the
+ * words it sends from) and the side channel. */
+struct side {
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
-	struct ibv_qp_init_attr_ex ax;
-	struct ibv_device_attr_ex dx;
-	struct info me, peer;
-	union ibv_gid gid;
-	const char *server = NULL;
-	uint8_t *buf, *src, ok = 1, peer_ok = 0;
-	int c, fd, i, n, is_server, rc = 1;
-	size_t j;
+	uint8_t *buf, *src;
+	int fd;
+};
+
+/* The options into the globals; the server's name, NULL on the server.
+ * 0, or 2 for a bad option. */
+static int
+parse_args(int argc, char **argv, const char **server)
+{
+	int c;
 
 	while ((c = getopt(argc, argv, "d:g:p:n:e1")) != -1) {
 		switch (c) {
@@ -227,124 +229,180 @@ main(int argc, char **argv)
 	}
 	if (words < 1 || words > BUF / 16)
 		words = BUF / 16;
-	if (optind < argc)
-		server = argv[optind];
-	is_server = server == NULL;
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	list = ibv_get_device_list(&n);
-	for (i = 0; list != NULL && i < n; i++)
-		if (dev_name == NULL ||
-				strcmp(ibv_get_device_name(list[i]), dev_name) == 0)
+	*server = optind < argc ? argv[optind] : NULL;
+	return 0;
+}
+
+/* The device asked for (or the first) opened, its ATOMIC WRITE bit
+ * reported: 0, or -1. */
+static int
+open_dev(struct side *s)
+{
+	struct ibv_device_attr_ex dx;
+	int i, n;
+
+	s->list = ibv_get_device_list(&n);
+	for (i = 0; s->list != NULL && i < n; i++)
+		if (dev_name == NULL || strcmp(ibv_get_device_name(s->list[i]),
+				dev_name) == 0)
 			break;
-	if (list == NULL || i == n) {
+	if (s->list == NULL || i == n) {
 		fprintf(stderr, "awr_pair: no device\n");
-		return 1;
+		return -1;
 	}
-	ctx = ibv_open_device(list[i]);
-	if (ctx == NULL)
-		return 1;
+	s->ctx = ibv_open_device(s->list[i]);
+	if (s->ctx == NULL)
+		return -1;
 	/*
 	 * rdma-core 56's rxe provider takes ATOMIC WRITE only through
 	 * ibv_wr_atomic_write: its ibv_post_send leaves the rkey out (0 on
 	 * the wire) and sends the SGE's address as the data (seen in a
 	 * capture against droce, which answered Remote Access Error).
 	 */
-	if (strncmp(ibv_get_device_name(list[i]), "rxe", 3) == 0)
+	if (strncmp(ibv_get_device_name(s->list[i]), "rxe", 3) == 0)
 		ex_only = 1;
 	memset(&dx, 0, sizeof(dx));
-	if (ibv_query_device_ex(ctx, NULL, &dx) == 0)
+	if (ibv_query_device_ex(s->ctx, NULL, &dx) == 0)
 		printf("awr_pair: %s device_cap_flags_ex %#llx (ATOMIC_WRITE "
-			"bit 40: %s)\n", ibv_get_device_name(list[i]),
+			"bit 40: %s)\n", ibv_get_device_name(s->list[i]),
 			(unsigned long long)dx.device_cap_flags_ex,
 			(dx.device_cap_flags_ex >> 40) & 1 ? "yes" : "no");
-	pd = ibv_alloc_pd(ctx);
-	cq = pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
-	buf = aligned_alloc(4096, 2 * BUF);
-	src = buf + BUF;
+	return 0;
+}
+
+/* PD, CQ, the patterned buffer and its MR, an RC QP that takes
+ * ibv_wr_atomic_write; what the peer needs of them into me. 0, or -1. */
+static int
+make_resources(struct side *s, struct info *me)
+{
+	struct ibv_qp_init_attr_ex ax;
+	union ibv_gid gid;
+	size_t j;
+
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->cq = s->pd ? ibv_create_cq(s->ctx, 64, NULL, NULL, 0) : NULL;
+	s->buf = aligned_alloc(4096, 2 * BUF);
+	s->src = s->buf + BUF;
 	for (j = 0; j < BUF; j++)
-		buf[j] = fill(j);
-	mr = cq ? ibv_reg_mr(pd, buf, 2 * BUF, IBV_ACCESS_LOCAL_WRITE |
-		IBV_ACCESS_REMOTE_WRITE) : NULL;
+		s->buf[j] = fill(j);
+	s->mr = s->cq ? ibv_reg_mr(s->pd, s->buf, 2 * BUF,
+		IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE) : NULL;
 	memset(&ax, 0, sizeof(ax));
-	ax.send_cq = cq;
-	ax.recv_cq = cq;
+	ax.send_cq = s->cq;
+	ax.recv_cq = s->cq;
 	ax.qp_type = IBV_QPT_RC;
 	ax.cap.max_send_wr = 32;
 	ax.cap.max_recv_wr = 1;
 	ax.cap.max_send_sge = 1;
 	ax.cap.max_recv_sge = 1;
-	ax.pd = pd;
+	ax.pd = s->pd;
 	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
 	ax.send_ops_flags = IBV_QP_EX_WITH_ATOMIC_WRITE;
-	qp = mr ? ibv_create_qp_ex(ctx, &ax) : NULL;
-	if (qp == NULL || ibv_query_gid(ctx, 1, gidx, &gid)) {
+	s->qp = s->mr ? ibv_create_qp_ex(s->ctx, &ax) : NULL;
+	if (s->qp == NULL || ibv_query_gid(s->ctx, 1, gidx, &gid)) {
 		fprintf(stderr, "awr_pair: resources: %s\n", strerror(errno));
-		return 1;
+		return -1;
 	}
-	memset(&me, 0, sizeof(me));
-	me.qpn = qp->qp_num;
-	me.psn = (uint32_t)(getpid() * 7919) & 0xffffff;
-	me.rkey = mr->rkey;
-	me.addr = (uintptr_t)buf;
-	memcpy(me.gid, gid.raw, 16);
-	fd = is_server ? side_accept(port) : side_connect(server, port);
-	if (fd < 0 || side_xfer(fd, &me, &peer, sizeof(me)) != 0) {
-		fprintf(stderr, "awr_pair: exchange failed\n");
-		return 1;
-	}
-	if (connect_qp(qp, &peer, me.psn) != 0) {
-		fprintf(stderr, "awr_pair: connect: %s\n", strerror(errno));
-		return 1;
-	}
-	/* both ready before anything is written */
-	if (side_xfer(fd, &ok, &peer_ok, 1) != 0)
-		return 1;
-	if (!is_server) {	/* client writes first */
-		ok = send_words(qp, cq, mr, src, &peer, 0) == 0;
-		/* 2: sent; 3: the server's check; 4: the server sent */
-		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
-			goto out;
-		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
-			goto out;	/* the server found its bytes wrong */
-		if (one_way) {
-			rc = 0;
-			goto out;
-		}
-		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
-			goto out;
-		ok = check_words(buf, 1) == 0;
-		/* 5: our check */
-		if (side_xfer(fd, &ok, &peer_ok, 1) != 0)
-			goto out;
-		rc = ok ? 0 : 1;
-	} else {
-		uint8_t sent_ok;
+	memset(me, 0, sizeof(*me));
+	me->qpn = s->qp->qp_num;
+	me->psn = (uint32_t)(getpid() * 7919) & 0xffffff;
+	me->rkey = s->mr->rkey;
+	me->addr = (uintptr_t)s->buf;
+	memcpy(me->gid, gid.raw, 16);
+	return 0;
+}
 
-		if (side_xfer(fd, &ok, &sent_ok, 1) != 0 || !sent_ok)
-			goto out;
-		ok = check_words(buf, 0) == 0;
-		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
-			goto out;
-		if (one_way) {
-			rc = 0;
-			goto out;
-		}
-		ok = send_words(qp, cq, mr, src, &peer, 1) == 0;
-		if (side_xfer(fd, &ok, &peer_ok, 1) != 0 || !ok)
-			goto out;
-		if (side_xfer(fd, &ok, &peer_ok, 1) != 0)
-			goto out;
-		rc = peer_ok ? 0 : 1;
+/* The side channel opened, QP, rkey and address exchanged, the QP
+ * connected and both sides ready before anything is written: 0, or -1. */
+static int
+exchange(struct side *s, const char *server, const struct info *me,
+		struct info *peer)
+{
+	uint8_t ok = 1, peer_ok;
+
+	s->fd = server == NULL ? side_accept(port) :
+		side_connect(server, port);
+	if (s->fd < 0 || side_xfer(s->fd, me, peer, sizeof(*me)) != 0) {
+		fprintf(stderr, "awr_pair: exchange failed\n");
+		return -1;
 	}
-out:
+	if (connect_qp(s->qp, peer, me->psn) != 0) {
+		fprintf(stderr, "awr_pair: connect: %s\n", strerror(errno));
+		return -1;
+	}
+	return side_xfer(s->fd, &ok, &peer_ok, 1) != 0 ? -1 : 0;
+}
+
+/* The client writes first, then checks the server's words: 0 when
+ * every direction asked for verified. */
+static int
+run_client(struct side *s, const struct info *peer)
+{
+	uint8_t ok, peer_ok;
+
+	ok = send_words(s->qp, s->cq, s->mr, s->src, peer, 0) == 0;
+	/* 2: sent; 3: the server's check; 4: the server sent */
+	if (side_xfer(s->fd, &ok, &peer_ok, 1) != 0 || !ok)
+		return 1;
+	if (side_xfer(s->fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
+		return 1;	/* the server found its bytes wrong */
+	if (one_way)
+		return 0;
+	if (side_xfer(s->fd, &ok, &peer_ok, 1) != 0 || !peer_ok)
+		return 1;
+	ok = check_words(s->buf, 1) == 0;
+	/* 5: our check */
+	if (side_xfer(s->fd, &ok, &peer_ok, 1) != 0)
+		return 1;
+	return ok ? 0 : 1;
+}
+
+/* The server checks the client's words, then writes its own: 0 when
+ * every direction asked for verified. */
+static int
+run_server(struct side *s, const struct info *peer)
+{
+	uint8_t ok = 1, peer_ok, sent_ok;
+
+	if (side_xfer(s->fd, &ok, &sent_ok, 1) != 0 || !sent_ok)
+		return 1;
+	ok = check_words(s->buf, 0) == 0;
+	if (side_xfer(s->fd, &ok, &peer_ok, 1) != 0 || !ok)
+		return 1;
+	if (one_way)
+		return 0;
+	ok = send_words(s->qp, s->cq, s->mr, s->src, peer, 1) == 0;
+	if (side_xfer(s->fd, &ok, &peer_ok, 1) != 0 || !ok)
+		return 1;
+	if (side_xfer(s->fd, &ok, &peer_ok, 1) != 0)
+		return 1;
+	return peer_ok ? 0 : 1;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct info me, peer;
+	const char *server;
+	struct side s;
+	int rc;
+
+	memset(&s, 0, sizeof(s));
+	if (parse_args(argc, argv, &server) != 0)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (open_dev(&s) != 0 || make_resources(&s, &me) != 0 ||
+			exchange(&s, server, &me, &peer) != 0)
+		return 1;
+	rc = server == NULL ? run_server(&s, &peer) : run_client(&s, &peer);
 	printf("awr_pair: %s\n", rc != 0 ? "FAILED" : one_way ?
 		"client to server verified" : "both directions verified");
-	close(fd);
-	ibv_destroy_qp(qp);
-	ibv_dereg_mr(mr);
-	ibv_destroy_cq(cq);
-	ibv_dealloc_pd(pd);
-	ibv_close_device(ctx);
-	ibv_free_device_list(list);
+	close(s.fd);
+	ibv_destroy_qp(s.qp);
+	ibv_dereg_mr(s.mr);
+	ibv_destroy_cq(s.cq);
+	ibv_dealloc_pd(s.pd);
+	ibv_close_device(s.ctx);
+	ibv_free_device_list(s.list);
 	return rc;
 }
