@@ -181,59 +181,85 @@ wait_signalled(struct ibv_comp_channel *ch, struct ibv_cq *cqb, int flags,
 	return rc;
 }
 
-int
-main(int argc, char **argv)
-{
+/* main's objects: B's channel and CQ, and the idle queues. */
+struct wait_objs {
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct ibv_comp_channel *ch, *idle_ch[IDLE];
 	struct ibv_cq *cqb, *idle_cq[IDLE];
 	struct ibv_qp *idle_qp[IDLE];
-	const char *tele = argc > 1 ? argv[1] : NULL;
-	int64_t naps0 = 0, passes0 = 0, naps, passes;
-	pthread_t t;
-	int r, i, events = 0, good = 0, attached;
+};
 
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	ctx = loop_open(&list, &buf, &mr, BUF);
-	ch = ctx ? ibv_create_comp_channel(ctx) : NULL;
-	cqa = ctx ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
-	cqb = ch ? ibv_create_cq(ctx, 64, NULL, ch, 0) : NULL;
-	if (!mr || loop_pair(cqa, cqb, &qa, &qb) != 0) {
+/* The telemetry socket (droced: when attached) and its counters before
+ * the rounds. */
+struct tele_base {
+	const char *tele;
+	int attached;
+	int64_t naps0, passes0;
+};
+
+/* The pair A to B, B's CQ on a channel, and the idle queues beside it:
+ * 0, or -1 (said). */
+static int
+set_up(struct wait_objs *o)
+{
+	int i;
+
+	o->ctx = loop_open(&o->list, &buf, &mr, BUF);
+	o->ch = o->ctx ? ibv_create_comp_channel(o->ctx) : NULL;
+	cqa = o->ctx ? ibv_create_cq(o->ctx, 64, NULL, NULL, 0) : NULL;
+	o->cqb = o->ch ? ibv_create_cq(o->ctx, 64, NULL, o->ch, 0) : NULL;
+	if (!mr || loop_pair(cqa, o->cqb, &qa, &qb) != 0) {
 		printf("FAIL: set-up: %s\n", strerror(errno));
-		return 1;
+		return -1;
 	}
 	/* idle queues beside it: each its own channel, every other armed */
 	for (i = 0; i < IDLE; i++) {
-		idle_ch[i] = ibv_create_comp_channel(ctx);
-		idle_cq[i] = idle_ch[i] ? ibv_create_cq(ctx, 16, NULL,
-			idle_ch[i], 0) : NULL;
-		idle_qp[i] = idle_cq[i] ? make_qp(idle_cq[i]) : NULL;
-		if (idle_qp[i] == NULL) {
+		o->idle_ch[i] = ibv_create_comp_channel(o->ctx);
+		o->idle_cq[i] = o->idle_ch[i] ? ibv_create_cq(o->ctx, 16, NULL,
+			o->idle_ch[i], 0) : NULL;
+		o->idle_qp[i] = o->idle_cq[i] ? make_qp(o->idle_cq[i]) : NULL;
+		if (o->idle_qp[i] == NULL) {
 			printf("FAIL: idle queue %d: %s\n", i, strerror(errno));
-			return 1;
+			return -1;
 		}
 		if (i % 2 == 0)
-			ibv_req_notify_cq(idle_cq[i], 0);
+			ibv_req_notify_cq(o->idle_cq[i], 0);
 	}
-	attached = tele != NULL && strncmp(tele, "droced:", 7) == 0;
-	if (attached) {
-		passes0 = counter(tele, "awaited_skips");
-		CHECK(passes0 >= 0, "droced's telemetry answers (%s)", tele);
-	} else if (tele != NULL) {
-		naps0 = counter(tele, "awaited_naps");
-		passes0 = counter(tele, "awaited_passes");
-		CHECK(naps0 >= 0 && passes0 >= 0, "the port's telemetry answers "
-			"(%s)", tele);
+	return 0;
+}
+
+static void
+tele_before(struct tele_base *tb)
+{
+	if (tb->attached) {
+		tb->passes0 = counter(tb->tele, "awaited_skips");
+		CHECK(tb->passes0 >= 0, "droced's telemetry answers (%s)",
+			tb->tele);
+	} else if (tb->tele != NULL) {
+		tb->naps0 = counter(tb->tele, "awaited_naps");
+		tb->passes0 = counter(tb->tele, "awaited_passes");
+		CHECK(tb->naps0 >= 0 && tb->passes0 >= 0, "the port's "
+			"telemetry answers (%s)", tb->tele);
 	}
+}
+
+/* The rounds, this thread B asleep in each, the sender thread A: 0, or
+ * -1 without the sender. */
+static int
+rounds(struct wait_objs *o)
+{
+	pthread_t t;
+	int r, events = 0, good = 0;
+
 	sleeper_tid = (pid_t)syscall(SYS_gettid);
 	if (pthread_create(&t, NULL, sender, NULL) != 0) {
 		printf("FAIL: pthread_create\n");
-		return 1;
+		return -1;
 	}
 	for (r = 0; r < ROUNDS && !stop; r++) {
-		struct ibv_sge s = { .addr = (uintptr_t)buf + 1024, .length = 64,
-			.lkey = mr->lkey };
+		struct ibv_sge s = { .addr = (uintptr_t)buf + 1024,
+			.length = 64, .lkey = mr->lkey };
 		struct ibv_recv_wr w = { .wr_id = (uint64_t)r, .sg_list = &s,
 			.num_sge = 1 }, *bad;
 		struct ibv_cq *ecq;
@@ -242,25 +268,27 @@ main(int argc, char **argv)
 		int got = 0, v;
 
 		if (ibv_post_recv(qb, &w, &bad) != 0 ||
-				ibv_req_notify_cq(cqb, 0) != 0)
+				ibv_req_notify_cq(o->cqb, 0) != 0)
 			break;
 		__atomic_store_n(&round_go, r + 1, __ATOMIC_RELEASE);
 		/* an event per round; a completion may come before its own
 		 * (the CQ is polled to empty after each) */
 		while (got == 0) {
-			if (ibv_get_cq_event(ch, &ecq, &ectx) != 0 || ecq != cqb)
+			if (ibv_get_cq_event(o->ch, &ecq, &ectx) != 0 ||
+					ecq != o->cqb)
 				break;
 			events++;
 			ibv_ack_cq_events(ecq, 1);
-			got = ibv_poll_cq(cqb, 1, &wc);
-			if (got == 0 && ibv_req_notify_cq(cqb, 0) != 0)
+			got = ibv_poll_cq(o->cqb, 1, &wc);
+			if (got == 0 && ibv_req_notify_cq(o->cqb, 0) != 0)
 				break;
 			if (got == 0)
-				got = ibv_poll_cq(cqb, 1, &wc);
+				got = ibv_poll_cq(o->cqb, 1, &wc);
 		}
 		memcpy(&v, buf + 1024, sizeof(v));
 		if (got == 1 && wc.status == IBV_WC_SUCCESS &&
-				wc.wr_id == (uint64_t)r && wc.byte_len == 64 && v == r)
+				wc.wr_id == (uint64_t)r && wc.byte_len == 64 &&
+				v == r)
 			good++;
 		else
 			break;
@@ -270,64 +298,103 @@ main(int argc, char **argv)
 	CHECK(good == ROUNDS, "%d of %d receives, each woken by its channel "
 		"(%d events), with %d idle queues beside", good, ROUNDS,
 		events, IDLE);
-	if (attached) {
-		passes = counter(tele, "awaited_skips");
-		CHECK(passes > passes0, "droced skipped its naps for the armed "
-			"channel (%" PRId64 " times)", passes - passes0);
-	} else if (tele != NULL) {
-		naps = counter(tele, "awaited_naps");
-		passes = counter(tele, "awaited_passes");
-		CHECK(passes > passes0, "the progress thread served the awaited "
-			"queue (%" PRId64 " passes)", passes - passes0);
-		CHECK(naps == naps0, "and never napped while it was awaited "
-			"(%" PRId64 " naps)", naps - naps0);
-	}
+	return 0;
+}
 
-	/* signals: EINTR without SA_RESTART, the event with it */
-	if (!stop) {
-		struct ibv_sge s = { .addr = (uintptr_t)buf + 1024,
-			.length = 64, .lkey = mr->lkey };
-		struct ibv_recv_wr w[2] = {
-			{ .wr_id = 98, .sg_list = &s, .num_sge = 1,
-				.next = &w[1] },
-			{ .wr_id = 99, .sg_list = &s, .num_sge = 1 } }, *bad;
-		struct ibv_cq *ecq;
-		struct ibv_wc wc;
-		int rc, got = 0, sigs;
+static void
+tele_after(const struct tele_base *tb)
+{
+	int64_t naps, passes;
 
-		sleeper = pthread_self();
-		ibv_post_recv(qb, w, &bad);
-		errno = 0;
-		rc = wait_signalled(ch, cqb, 0, 0, &ecq);
-		if (rc == 0)	/* the send after 10 s ended it */
-			ibv_ack_cq_events(ecq, 1);
-		CHECK(rc == -1 && errno == EINTR, "a signal without SA_RESTART "
-			"ends the wait: EINTR (rc %d, %s)", rc, strerror(errno));
-		sigs = sig_count;
-		rc = wait_signalled(ch, cqb, SA_RESTART, 1, &ecq);
-		if (rc == 0)
-			ibv_ack_cq_events(ecq, 1);
-		for (i = 0; rc == 0 && got == 0 && i < 1000000; i++)
-			got = ibv_poll_cq(cqb, 1, &wc);
-		CHECK(rc == 0 && ecq == cqb && sig_count > sigs && got == 1 &&
-			wc.status == IBV_WC_SUCCESS && wc.wr_id == 98,
-			"with SA_RESTART the wait goes on past the signal and "
-			"gets the event (rc %d)", rc);
+	if (tb->attached) {
+		passes = counter(tb->tele, "awaited_skips");
+		CHECK(passes > tb->passes0, "droced skipped its naps for the "
+			"armed channel (%" PRId64 " times)",
+			passes - tb->passes0);
+	} else if (tb->tele != NULL) {
+		naps = counter(tb->tele, "awaited_naps");
+		passes = counter(tb->tele, "awaited_passes");
+		CHECK(passes > tb->passes0, "the progress thread served the "
+			"awaited queue (%" PRId64 " passes)",
+			passes - tb->passes0);
+		CHECK(naps == tb->naps0, "and never napped while it was "
+			"awaited (%" PRId64 " naps)", naps - tb->naps0);
 	}
+}
+
+/* Signals: EINTR without SA_RESTART, the event with it. */
+static void
+signals(struct wait_objs *o)
+{
+	struct ibv_sge s = { .addr = (uintptr_t)buf + 1024,
+		.length = 64, .lkey = mr->lkey };
+	struct ibv_recv_wr w[2] = {
+		{ .wr_id = 98, .sg_list = &s, .num_sge = 1,
+			.next = &w[1] },
+		{ .wr_id = 99, .sg_list = &s, .num_sge = 1 } }, *bad;
+	struct ibv_cq *ecq;
+	struct ibv_wc wc;
+	int i, rc, got = 0, sigs;
+
+	sleeper = pthread_self();
+	ibv_post_recv(qb, w, &bad);
+	errno = 0;
+	rc = wait_signalled(o->ch, o->cqb, 0, 0, &ecq);
+	if (rc == 0)	/* the send after 10 s ended it */
+		ibv_ack_cq_events(ecq, 1);
+	CHECK(rc == -1 && errno == EINTR, "a signal without SA_RESTART "
+		"ends the wait: EINTR (rc %d, %s)", rc, strerror(errno));
+	sigs = sig_count;
+	rc = wait_signalled(o->ch, o->cqb, SA_RESTART, 1, &ecq);
+	if (rc == 0)
+		ibv_ack_cq_events(ecq, 1);
+	for (i = 0; rc == 0 && got == 0 && i < 1000000; i++)
+		got = ibv_poll_cq(o->cqb, 1, &wc);
+	CHECK(rc == 0 && ecq == o->cqb && sig_count > sigs && got == 1 &&
+		wc.status == IBV_WC_SUCCESS && wc.wr_id == 98,
+		"with SA_RESTART the wait goes on past the signal and "
+		"gets the event (rc %d)", rc);
+}
+
+static void
+tear_down(struct wait_objs *o)
+{
+	int i;
+
 	for (i = 0; i < IDLE; i++) {
-		ibv_destroy_qp(idle_qp[i]);
-		ibv_destroy_cq(idle_cq[i]);
-		ibv_destroy_comp_channel(idle_ch[i]);
+		ibv_destroy_qp(o->idle_qp[i]);
+		ibv_destroy_cq(o->idle_cq[i]);
+		ibv_destroy_comp_channel(o->idle_ch[i]);
 	}
 	ibv_destroy_qp(qa);
 	ibv_destroy_qp(qb);
 	ibv_destroy_cq(cqa);
-	ibv_destroy_cq(cqb);
-	ibv_destroy_comp_channel(ch);
+	ibv_destroy_cq(o->cqb);
+	ibv_destroy_comp_channel(o->ch);
 	ibv_dereg_mr(mr);
 	ibv_dealloc_pd(loop_pd);
-	ibv_close_device(ctx);
-	ibv_free_device_list(list);
+	ibv_close_device(o->ctx);
+	ibv_free_device_list(o->list);
+}
+
+int
+main(int argc, char **argv)
+{
+	struct tele_base tb = { .tele = argc > 1 ? argv[1] : NULL };
+	struct wait_objs o;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	memset(&o, 0, sizeof(o));
+	if (set_up(&o) != 0)
+		return 1;
+	tb.attached = tb.tele != NULL && strncmp(tb.tele, "droced:", 7) == 0;
+	tele_before(&tb);
+	if (rounds(&o) != 0)
+		return 1;
+	tele_after(&tb);
+	if (!stop)
+		signals(&o);
+	tear_down(&o);
 	printf("%d passed, %d failed\n", passed, failed);
 	return failed ? 1 : 0;
 }
