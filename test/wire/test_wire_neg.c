@@ -109,38 +109,43 @@ sweep(void)
 		droce_wire_strerror(_rc), expect, droce_wire_strerror(expect)); \
 } while (0)
 
-int
-main(int argc, char **argv)
+/* The first frame of dir/name with the opcode into f: 0, or -1 (said)
+ * without one. */
+static int
+load(const char *dir, const char *name, uint8_t opcode, const char *what)
 {
-	const char *dir = argc > 1 ? argv[1] : "test/data";
 	char path[4096];
-	struct droce_parse_opts o;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (!pick(path, opcode)) {
+		fprintf(stderr, "no %s frame in %s\n", what, path);
+		return -1;
+	}
+	return 0;
+}
+
+/* A trailer after the IP datagram (the IP length says where it ends) is
+ * ignored, whatever the frame's size. */
+static void
+trailer(void)
+{
+	uint8_t m[sizeof(f)];
+	struct droce_pkt pk;
+
+	memcpy(m, f, flen);
+	memset(m + flen, 0xa5, 16);
+	CHECK_EQ(droce_wire_parse(m, flen + 16, NULL, &pk), 0,
+		"16-byte trailer");
+	CHECK_EQ(pk.payload_len, 1024u, "payload with a trailer");
+}
+
+/* Every truncation fails, and with "truncated". */
+static void
+truncations(void)
+{
 	uint32_t len;
 	int rc;
 
-	/* An RC SEND_ONLY with 1024 bytes (ibv_rc_pingpong -s 1024). */
-	snprintf(path, sizeof(path), "%s/rxe-rc-pingpong.pcap", dir);
-	if (!pick(path, DROCE_OP_RC_SEND_ONLY)) {
-		fprintf(stderr, "no SEND_ONLY frame in %s\n", path);
-		return 1;
-	}
-	CHECK_EQ(parse(f, flen, NULL), 0, "pristine frame");
-	sweep();
-
-	/* A trailer after the IP datagram (the IP length says where it
-	 * ends) is ignored, whatever the frame's size. */
-	{
-		uint8_t m[sizeof(f)];
-		struct droce_pkt pk;
-
-		memcpy(m, f, flen);
-		memset(m + flen, 0xa5, 16);
-		CHECK_EQ(droce_wire_parse(m, flen + 16, NULL, &pk), 0,
-			"16-byte trailer");
-		CHECK_EQ(pk.payload_len, 1024u, "payload with a trailer");
-	}
-
-	/* Every truncation fails, and with "truncated". */
 	for (len = 0; len < flen; len++) {
 		uint8_t *t = malloc(len ? len : 1);
 
@@ -150,7 +155,12 @@ main(int argc, char **argv)
 			droce_wire_strerror(rc));
 		free(t);
 	}
+}
 
+/* Each defect of the SEND_ONLY its own error. */
+static void
+send_only_defects(void)
+{
 	MUT(DROCE_WIRE_EETHERTYPE, "ARP ethertype", b[12] = 0x08; b[13] = 0x06);
 	MUT(DROCE_WIRE_EIPVER, "IP version 6 in IPv4", b[14] = 0x65);
 	MUT(DROCE_WIRE_EIPPROTO, "TCP protocol", b[23] = 6);
@@ -174,6 +184,14 @@ main(int argc, char **argv)
 	MUT(0, "TTL is masked", b[22] = 1; frame_fix_ipv4_csum(b));
 	/* One payload byte as pad: 1023 payload + 1 pad is consistent. */
 	MUT(DROCE_WIRE_EICRC, "PadCnt 1 on SEND_ONLY", b[43] |= 0x10);
+}
+
+/* The parse options: transports, path MTU, skip_icrc, UDP checksum. */
+static void
+parse_options(void)
+{
+	struct droce_parse_opts o;
+	uint8_t m[sizeof(f)];
 
 	memset(&o, 0, sizeof(o));
 	o.transports = 1u << (DROCE_TRANSPORT_UD >> 5);
@@ -183,72 +201,90 @@ main(int argc, char **argv)
 	CHECK_EQ(parse(f, flen, &o), DROCE_WIRE_EMTU, "1024 payload, MTU 512");
 	memset(&o, 0, sizeof(o));
 	o.skip_icrc = 1;
-	{
-		uint8_t m[sizeof(f)];
+	memcpy(m, f, flen);
+	m[60] ^= 1;
+	CHECK_EQ(parse(m, flen, &o), 0, "skip_icrc");
+	m[34 + 6] = 0x12;	/* a UDP checksum that cannot verify */
+	m[34 + 7] = 0x34;
+	o.verify_udp_csum = 1;
+	CHECK_EQ(parse(m, flen, &o), DROCE_WIRE_EUDPCSUM, "UDP checksum");
+}
 
-		memcpy(m, f, flen);
-		m[60] ^= 1;
-		CHECK_EQ(parse(m, flen, &o), 0, "skip_icrc");
-		m[34 + 6] = 0x12;	/* a UDP checksum that cannot verify */
-		m[34 + 7] = 0x34;
-		o.verify_udp_csum = 1;
-		CHECK_EQ(parse(m, flen, &o), DROCE_WIRE_EUDPCSUM, "UDP checksum");
-	}
+/* An ACK: too short for the RETH of a WRITE_ONLY; pad without payload. */
+static void
+ack_defects(void)
+{
+	uint8_t m[sizeof(f)];
 
-	/* An ACK: too short for the RETH of a WRITE_ONLY; pad without payload. */
-	snprintf(path, sizeof(path), "%s/rxe-rc-pingpong.pcap", dir);
-	if (!pick(path, DROCE_OP_RC_ACK)) {
-		fprintf(stderr, "no ACK frame in %s\n", path);
-		return 1;
-	}
-	CHECK_EQ(parse(f, flen, NULL), 0, "pristine ACK");
-	sweep();
 	MUT(DROCE_WIRE_EEXTHDR, "ACK as WRITE_ONLY", b[42] = DROCE_OP_RC_WRITE_ONLY);
 	MUT(DROCE_WIRE_EEXTHDR, "ACK as CMP_SWAP", b[42] = DROCE_OP_RC_CMP_SWAP);
 	MUT(DROCE_WIRE_EPADCNT, "ACK with PadCnt 2", b[43] |= 0x20);
-	{
-		/* An ACK with 4 bytes of payload: whole words, authentic,
-		 * but an ACK carries none. */
-		uint8_t m[sizeof(f)];
-
-		memcpy(m, f, flen);
-		m[17] += 4;
-		m[39] += 4;
-		frame_fix_ipv4_csum(m);
-		memmove(m + flen, m + flen - 4, 4);
-		memset(m + flen - 4, 0, 4);
-		frame_fix_icrc(m, flen + 4);
-		CHECK_EQ(parse(m, flen + 4, NULL), DROCE_WIRE_ELENGTH,
-			"payload on an ACK");
-	}
+	/* An ACK with 4 bytes of payload: whole words, authentic, but an
+	 * ACK carries none. */
+	memcpy(m, f, flen);
+	m[17] += 4;
+	m[39] += 4;
+	frame_fix_ipv4_csum(m);
+	memmove(m + flen, m + flen - 4, 4);
+	memset(m + flen - 4, 0, 4);
+	frame_fix_icrc(m, flen + 4);
+	CHECK_EQ(parse(m, flen + 4, NULL), DROCE_WIRE_ELENGTH,
+		"payload on an ACK");
 	MUT(DROCE_WIRE_EEXTHDR, "ACK as ATOMIC_ACK",
 		b[42] = DROCE_OP_RC_ATOMIC_ACK);
+}
 
-	/* A SEND_FIRST (ib_send_bw 4 KB): only the last packet may pad. */
-	snprintf(path, sizeof(path), "%s/rxe-ib-send_bw.pcap", dir);
-	if (!pick(path, DROCE_OP_RC_SEND_FIRST)) {
-		fprintf(stderr, "no SEND_FIRST frame in %s\n", path);
-		return 1;
-	}
-	CHECK_EQ(parse(f, flen, NULL), 0, "pristine SEND_FIRST");
-	sweep();
+/* A SEND_FIRST: only the last packet may pad. */
+static void
+send_first_defects(void)
+{
+	uint8_t m[sizeof(f)];
+	int rc;
+
 	/* Length defects come after the ICRC: a bad ICRC hides them (a
 	 * silent drop), a good one lets the responder NAK them. */
 	MUT(DROCE_WIRE_EICRC, "PadCnt on SEND_FIRST, old ICRC", b[43] |= 0x30);
 	MUT(DROCE_WIRE_ELENGTH, "PadCnt on SEND_FIRST",
 		b[43] |= 0x30; frame_fix_icrc(b, flen));
-	{
-		/* Drop one payload byte: payload + pad no longer whole words. */
-		uint8_t m[sizeof(f)];
+	/* Drop one payload byte: payload + pad no longer whole words. */
+	memcpy(m, f, flen);
+	memmove(m + 100, m + 101, flen - 101);
+	m[39] -= 1;
+	m[17] -= 1;
+	frame_fix_ipv4_csum(m);
+	rc = parse(m, flen - 1, NULL);
+	CHECK_EQ(rc, DROCE_WIRE_EPADCNT, "payload not whole words");
+}
 
-		memcpy(m, f, flen);
-		memmove(m + 100, m + 101, flen - 101);
-		m[39] -= 1;
-		m[17] -= 1;
-		frame_fix_ipv4_csum(m);
-		rc = parse(m, flen - 1, NULL);
-		CHECK_EQ(rc, DROCE_WIRE_EPADCNT, "payload not whole words");
-	}
+int
+main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "test/data";
+
+	/* An RC SEND_ONLY with 1024 bytes (ibv_rc_pingpong -s 1024). */
+	if (load(dir, "rxe-rc-pingpong.pcap", DROCE_OP_RC_SEND_ONLY,
+			"SEND_ONLY") != 0)
+		return 1;
+	CHECK_EQ(parse(f, flen, NULL), 0, "pristine frame");
+	sweep();
+	trailer();
+	truncations();
+	send_only_defects();
+	parse_options();
+
+	if (load(dir, "rxe-rc-pingpong.pcap", DROCE_OP_RC_ACK, "ACK") != 0)
+		return 1;
+	CHECK_EQ(parse(f, flen, NULL), 0, "pristine ACK");
+	sweep();
+	ack_defects();
+
+	/* ib_send_bw 4 KB */
+	if (load(dir, "rxe-ib-send_bw.pcap", DROCE_OP_RC_SEND_FIRST,
+			"SEND_FIRST") != 0)
+		return 1;
+	CHECK_EQ(parse(f, flen, NULL), 0, "pristine SEND_FIRST");
+	sweep();
+	send_first_defects();
 
 	return check_report("test_wire_neg");
 }
