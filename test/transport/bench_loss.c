@@ -84,57 +84,73 @@ next_event(struct fakelink *l)
 	return t;
 }
 
-static void
-run_one(const struct opts *o, enum bench_op op, uint64_t gbps,
-		uint32_t loss_ppm, struct result *r)
-{
+/* One run's link, queues, buffers and timestamps. */
+struct bench_run {
 	struct fakelink l;
-	struct fl_qp_opts qo;
-	struct ibv_qp_init_attr ia;
 	struct droce_cq *cq[2];
 	struct droce_qp *qp[2];
 	struct droce_mr *src_mr, *dst_mr;
 	uint8_t *src, *dst;
-	uint64_t *post_ns, *lat, posted = 0, recvs = 0, start, limit;
-	uint32_t pkts_per_msg = (o->size + o->mtu - 1) / o->mtu;
+	uint64_t *post_ns, *lat;	/* per message: posted, its latency */
+};
+
+/* The link at gbps with loss_ppm each way, an RC QP connected across
+ * it, the buffers registered; exits when the QPs do not connect. */
+static void
+run_setup(const struct opts *o, uint64_t gbps, uint32_t loss_ppm,
+		struct bench_run *b)
+{
+	struct fl_qp_opts qo;
+	struct ibv_qp_init_attr ia;
 	size_t span = (size_t)o->size * o->depth;
 	int s;
 
-	memset(r, 0, sizeof(*r));
 	fl_rto_min_us = o->rto_min_us;
 	fl_sr = (uint8_t)o->sr;
 	fl_sr_window = o->sr_window;
-	fl_init(&l, 1000 + loss_ppm, 1500);
-	l.delay_ns = (uint64_t)o->rtt_us * 1000 / 2;
-	fl_set_rate(&l, gbps * 1000000000ull, 5000);
+	fl_init(&b->l, 1000 + loss_ppm, 1500);
+	b->l.delay_ns = (uint64_t)o->rtt_us * 1000 / 2;
+	fl_set_rate(&b->l, gbps * 1000000000ull, 5000);
 	for (s = 0; s < 2; s++)
-		l.faults[s].drop_ppm = loss_ppm;
+		b->l.faults[s].drop_ppm = loss_ppm;
 	for (s = 0; s < 2; s++) {
-		cq[s] = droce_cq_create(l.end[s].dev, 0, 4 * o->depth);
+		b->cq[s] = droce_cq_create(b->l.end[s].dev, 0, 4 * o->depth);
 		memset(&ia, 0, sizeof(ia));
 		ia.qp_type = IBV_QPT_RC;
 		ia.cap.max_send_wr = o->depth;
 		ia.cap.max_recv_wr = o->depth;
 		ia.cap.max_send_sge = 1;
 		ia.cap.max_recv_sge = 1;
-		qp[s] = droce_qp_create(l.end[s].pd, &ia, cq[s], cq[s], NULL);
+		b->qp[s] = droce_qp_create(b->l.end[s].pd, &ia, b->cq[s],
+			b->cq[s], NULL);
 	}
-	src_mr = buf_reg(l.end[0].pd, &src, span);
-	dst_mr = buf_reg(l.end[1].pd, &dst, span);
+	b->src_mr = buf_reg(b->l.end[0].pd, &b->src, span);
+	b->dst_mr = buf_reg(b->l.end[1].pd, &b->dst, span);
 	fl_qp_opts_default(&qo);
 	qo.timeout = (uint8_t)o->timeout;
 	qo.mtu = o->mtu == 4096 ? IBV_MTU_4096 : o->mtu == 2048 ?
 		IBV_MTU_2048 : o->mtu == 512 ? IBV_MTU_512 : IBV_MTU_1024;
-	if (fl_connect(&l, qp[0], qp[1], &qo) != 0) {
+	if (fl_connect(&b->l, b->qp[0], b->qp[1], &qo) != 0) {
 		fprintf(stderr, "connect failed\n");
 		exit(1);
 	}
-	post_ns = calloc(o->msgs, sizeof(*post_ns));
-	lat = calloc(o->msgs, sizeof(*lat));
-	start = l.now;
+	b->post_ns = calloc(o->msgs, sizeof(*b->post_ns));
+	b->lat = calloc(o->msgs, sizeof(*b->lat));
+}
+
+/* DEPTH messages in flight until all are done, a completion fails or
+ * 120 s of virtual time pass: messages done, latencies, r->ns. */
+static void
+run_loop(const struct opts *o, enum bench_op op, struct bench_run *b,
+		struct result *r)
+{
+	struct fakelink *l = &b->l;
+	uint64_t posted = 0, recvs = 0, start, limit;
+
+	start = l->now;
 	/* a bound in virtual time: one that is not done by then says so */
 	limit = start + 120ull * 1000000000ull;
-	while (r->msgs_done < o->msgs && l.now < limit) {
+	while (r->msgs_done < o->msgs && l->now < limit) {
 		struct ibv_wc wc[64];
 		uint64_t tx0, tx1, next;
 		int n, i;
@@ -143,14 +159,15 @@ run_one(const struct opts *o, enum bench_op op, uint64_t gbps,
 		while (op == B_SEND && recvs < o->msgs &&
 				recvs - r->msgs_done < 2ull * o->depth) {
 			struct ibv_sge sg = {
-				.addr = (uint64_t)(uintptr_t)dst +
+				.addr = (uint64_t)(uintptr_t)b->dst +
 					(recvs % o->depth) * o->size,
-				.length = o->size, .lkey = droce_mr_lkey(dst_mr),
+				.length = o->size,
+				.lkey = droce_mr_lkey(b->dst_mr),
 			};
 			struct ibv_recv_wr wr = { .wr_id = recvs,
 				.sg_list = &sg, .num_sge = 1 }, *bad;
 
-			if (droce_qp_post_recv(qp[1], &wr, &bad) != 0)
+			if (droce_qp_post_recv(b->qp[1], &wr, &bad) != 0)
 				break;
 			recvs++;
 		}
@@ -164,67 +181,98 @@ run_one(const struct opts *o, enum bench_op op, uint64_t gbps,
 			wr.sg_list = &sg;
 			wr.num_sge = 1;
 			wr.send_flags = IBV_SEND_SIGNALED;
-			sg.addr = (uint64_t)(uintptr_t)src + off;
-			sg.lkey = droce_mr_lkey(src_mr);
-			wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)dst + off;
-			wr.wr.rdma.rkey = droce_mr_rkey(dst_mr);
+			sg.addr = (uint64_t)(uintptr_t)b->src + off;
+			sg.lkey = droce_mr_lkey(b->src_mr);
+			wr.wr.rdma.remote_addr = (uint64_t)(uintptr_t)b->dst +
+				off;
+			wr.wr.rdma.rkey = droce_mr_rkey(b->dst_mr);
 			wr.opcode = op == B_WRITE ? IBV_WR_RDMA_WRITE :
 				op == B_SEND ? IBV_WR_SEND : IBV_WR_RDMA_READ;
-			if (droce_qp_post_send(qp[0], &wr, &bad) != 0)
+			if (droce_qp_post_send(b->qp[0], &wr, &bad) != 0)
 				break;
-			post_ns[posted++] = l.now;
+			b->post_ns[posted++] = l->now;
 		}
-		tx0 = l.cnt[0].sent;
-		tx1 = l.cnt[1].sent;
-		fl_step(&l, 0);
-		n = droce_cq_poll(cq[0], wc, 64);
+		tx0 = l->cnt[0].sent;
+		tx1 = l->cnt[1].sent;
+		fl_step(l, 0);
+		n = droce_cq_poll(b->cq[0], wc, 64);
 		for (i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS) {
 				r->error = wc[i].status;
 				goto out;
 			}
-			lat[r->msgs_done++] = l.now - post_ns[wc[i].wr_id];
+			b->lat[r->msgs_done++] = l->now -
+				b->post_ns[wc[i].wr_id];
 		}
 		/* the receiver's completions: only counted */
-		while (op == B_SEND && droce_cq_poll(cq[1], wc, 64) > 0)
+		while (op == B_SEND && droce_cq_poll(b->cq[1], wc, 64) > 0)
 			;
 		if (n)
 			continue;
 		/* nothing sent and nothing completed: on to the next event
 		 * (fl_step delivers what is due and runs the timers) */
-		next = l.cnt[0].sent != tx0 || l.cnt[1].sent != tx1 ?
-			l.now + 100 : next_event(&l);
+		next = l->cnt[0].sent != tx0 || l->cnt[1].sent != tx1 ?
+			l->now + 100 : next_event(l);
 		if (next == UINT64_MAX)
-			next = l.now + 1000;
-		if (next <= l.now)
-			next = l.now + 1;
-		fl_step(&l, next - l.now);
+			next = l->now + 1000;
+		if (next <= l->now)
+			next = l->now + 1;
+		fl_step(l, next - l->now);
 	}
 out:
-	r->ns = l.now - start;
-	droce_qp_stats(qp[0], &r->req);
-	droce_qp_stats(qp[1], &r->resp);
-	memcpy(r->link, l.cnt, sizeof(r->link));
+	r->ns = l->now - start;
+}
+
+/* The counters, frames sent and needed, the latencies' p50 and p99. */
+static void
+run_results(const struct opts *o, enum bench_op op, struct bench_run *b,
+		struct result *r)
+{
+	uint32_t pkts_per_msg = (o->size + o->mtu - 1) / o->mtu;
+
+	droce_qp_stats(b->qp[0], &r->req);
+	droce_qp_stats(b->qp[1], &r->resp);
+	memcpy(r->link, b->l.cnt, sizeof(r->link));
 	/* data frames: the requester's for WRITE and SEND (it sends no
 	 * acknowledgements here), the responder's responses for READ */
 	r->frames_data = op == B_READ ? r->resp.tx_pkts : r->req.tx_pkts;
 	r->frames_needed = r->msgs_done * pkts_per_msg;
 	if (r->msgs_done) {
-		qsort(lat, r->msgs_done, sizeof(*lat), cmp_u64);
-		r->p50_ns = lat[r->msgs_done / 2];
-		r->p99_ns = lat[r->msgs_done * 99 / 100];
+		qsort(b->lat, r->msgs_done, sizeof(*b->lat), cmp_u64);
+		r->p50_ns = b->lat[r->msgs_done / 2];
+		r->p99_ns = b->lat[r->msgs_done * 99 / 100];
 	}
-	free(post_ns);
-	free(lat);
+}
+
+static void
+run_teardown(struct bench_run *b)
+{
+	int s;
+
+	free(b->post_ns);
+	free(b->lat);
 	for (s = 0; s < 2; s++)
-		droce_qp_destroy(qp[s]);
+		droce_qp_destroy(b->qp[s]);
 	for (s = 0; s < 2; s++)
-		droce_cq_destroy(cq[s]);
-	droce_mr_dereg(src_mr);
-	droce_mr_dereg(dst_mr);
-	fl_fini(&l);
-	free(src);
-	free(dst);
+		droce_cq_destroy(b->cq[s]);
+	droce_mr_dereg(b->src_mr);
+	droce_mr_dereg(b->dst_mr);
+	fl_fini(&b->l);
+	free(b->src);
+	free(b->dst);
+}
+
+static void
+run_one(const struct opts *o, enum bench_op op, uint64_t gbps,
+		uint32_t loss_ppm, struct result *r)
+{
+	struct bench_run b;
+
+	memset(r, 0, sizeof(*r));
+	run_setup(o, gbps, loss_ppm, &b);
+	run_loop(o, op, &b, r);
+	run_results(o, op, &b, r);
+	run_teardown(&b);
 }
 
 static void
