@@ -152,13 +152,136 @@ received(struct ibv_cq *cq)
 	return got == 1 && wc.status == IBV_WC_SUCCESS && wc.byte_len == 64;
 }
 
+/* One event a round, fired while this thread spins. */
+static void
+spin_events(int *round)
+{
+	struct ibv_cq *x;
+	int r, good = 0, quiet = 0;
+
+	for (r = 0; r < ROUNDS && !stop; r++) {
+		if (recv_one(qb1, r, 1024) || ibv_req_notify_cq(cq1, 0))
+			break;
+		job(++*round, 1);
+		x = event();
+		good += x == cq1 && received(cq1);
+		quiet += !fd_readable(0);
+	}
+	CHECK(good == ROUNDS, "%d of %d events during the spin", good, ROUNDS);
+	CHECK(quiet == ROUNDS, "the fd quiet after each (%d of %d)", quiet,
+		ROUNDS);
+}
+
+/* Two CQs of the channel fire together. */
+static void
+two_cqs(int *round)
+{
+	struct ibv_cq *x, *y;
+	int r, good = 0, quiet = 0;
+
+	for (r = 0; r < ROUNDS && !stop; r++) {
+		int readable;
+
+		if (recv_one(qb1, r, 1024) || recv_one(qb2, r, 2048) ||
+				ibv_req_notify_cq(cq1, 0) ||
+				ibv_req_notify_cq(cq2, 0))
+			break;
+		job(++*round, 2);
+		x = event();
+		/* the other is pending, or about to fire: either way the
+		 * fd says so */
+		readable = fd_readable(10000);
+		y = readable ? event() : NULL;
+		good += readable && x != NULL && y != NULL && x != y &&
+			(x == cq1 || x == cq2) && (y == cq1 || y == cq2) &&
+			received(cq1) && received(cq2);
+		quiet += !fd_readable(0);
+	}
+	CHECK(good == ROUNDS, "%d of %d rounds: two CQs fired, the fd readable "
+		"until both were taken", good, ROUNDS);
+	CHECK(quiet == ROUNDS, "the fd quiet after both (%d of %d)", quiet,
+		ROUNDS);
+}
+
+/* Non-blocking: nothing fired says so at once; then an event. */
+static void
+non_blocking(int *round)
+{
+	struct ibv_cq *x, *y;
+	int n, fl;
+
+	fl = fcntl(ch->fd, F_GETFL);
+	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
+	x = NULL;
+	errno = 0;
+	CHECK(ibv_get_cq_event(ch, &x, (void **)&y) == -1 && errno == EAGAIN,
+		"a non-blocking channel with nothing fired: EAGAIN (%s)",
+		strerror(errno));
+	if (recv_one(qb1, 0, 1024) == 0 && ibv_req_notify_cq(cq1, 0) == 0)
+		job(++*round, 1);
+	n = fd_readable(10000);
+	x = n ? event() : NULL;
+	CHECK(n && x == cq1 && received(cq1) && !fd_readable(0),
+		"then poll() sees the event and ibv_get_cq_event takes it");
+	fcntl(ch->fd, F_SETFL, fl);
+}
+
+/* A program that waits in poll() first. */
+static void
+poll_first(int *round)
+{
+	struct ibv_cq *x;
+	int r, good = 0;
+
+	for (r = 0; r < ROUNDS && !stop; r++) {
+		if (recv_one(qb1, r, 1024) || ibv_req_notify_cq(cq1, 0))
+			break;
+		job(++*round, 1);
+		if (!fd_readable(10000))
+			break;
+		x = event();
+		good += x == cq1 && received(cq1) && !fd_readable(0);
+	}
+	CHECK(good == ROUNDS, "%d of %d events through poll(), then "
+		"ibv_get_cq_event", good, ROUNDS);
+}
+
+/* A spin that gets its event, then a wait in poll() that only the
+ * progress thread can end (the sender holds its reap). */
+static void
+spin_then_poll(int *round)
+{
+	struct ibv_cq *x;
+	int n, r, good = 0;
+
+	for (r = 0; r < ROUNDS && !stop; r++) {
+		if (recv_one(qb1, r, 1024) || ibv_req_notify_cq(cq1, 0))
+			break;
+		job(++*round, 1);
+		x = event();
+		if (x != cq1 || !received(cq1) || recv_one(qb1, r, 1024) ||
+				ibv_req_notify_cq(cq1, 0))
+			break;
+		__atomic_store_n(&job_hold, ++*round, __ATOMIC_RELEASE);
+		job(*round, 1);
+		n = fd_readable(10000);
+		__atomic_store_n(&job_hold, 0, __ATOMIC_RELEASE);
+		if (!n)
+			break;
+		x = event();
+		good += x == cq1 && received(cq1) && !fd_readable(0);
+	}
+	CHECK(good == ROUNDS, "%d of %d events: the spin's, then the progress "
+		"thread's to a sleeper in poll()", good, ROUNDS);
+}
+
 int
 main(void)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx;
-	struct ibv_cq *x, *y;
-	int n, r, good, quiet, fl, round = 0;
+	int round = 0;	/* on across the steps: the helper sends once a
+			 * round differs from the last it did */
 	pthread_t t;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -176,98 +299,11 @@ main(void)
 		printf("FAIL: pthread_create\n");
 		return 1;
 	}
-
-	/* one event a round, fired while this thread spins */
-	good = quiet = 0;
-	for (r = 0; r < ROUNDS && !stop; r++) {
-		if (recv_one(qb1, r, 1024) || ibv_req_notify_cq(cq1, 0))
-			break;
-		job(++round, 1);
-		x = event();
-		good += x == cq1 && received(cq1);
-		quiet += !fd_readable(0);
-	}
-	CHECK(good == ROUNDS, "%d of %d events during the spin", good, ROUNDS);
-	CHECK(quiet == ROUNDS, "the fd quiet after each (%d of %d)", quiet,
-		ROUNDS);
-
-	/* two CQs of the channel fire together */
-	good = quiet = 0;
-	for (r = 0; r < ROUNDS && !stop; r++) {
-		int readable;
-
-		if (recv_one(qb1, r, 1024) || recv_one(qb2, r, 2048) ||
-				ibv_req_notify_cq(cq1, 0) ||
-				ibv_req_notify_cq(cq2, 0))
-			break;
-		job(++round, 2);
-		x = event();
-		/* the other is pending, or about to fire: either way the
-		 * fd says so */
-		readable = fd_readable(10000);
-		y = readable ? event() : NULL;
-		good += readable && x != NULL && y != NULL && x != y &&
-			(x == cq1 || x == cq2) && (y == cq1 || y == cq2) &&
-			received(cq1) && received(cq2);
-		quiet += !fd_readable(0);
-	}
-	CHECK(good == ROUNDS, "%d of %d rounds: two CQs fired, the fd readable "
-		"until both were taken", good, ROUNDS);
-	CHECK(quiet == ROUNDS, "the fd quiet after both (%d of %d)", quiet,
-		ROUNDS);
-
-	/* non-blocking: nothing fired says so at once; then an event */
-	fl = fcntl(ch->fd, F_GETFL);
-	fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
-	x = NULL;
-	errno = 0;
-	CHECK(ibv_get_cq_event(ch, &x, (void **)&y) == -1 && errno == EAGAIN,
-		"a non-blocking channel with nothing fired: EAGAIN (%s)",
-		strerror(errno));
-	if (recv_one(qb1, 0, 1024) == 0 && ibv_req_notify_cq(cq1, 0) == 0)
-		job(++round, 1);
-	n = fd_readable(10000);
-	x = n ? event() : NULL;
-	CHECK(n && x == cq1 && received(cq1) && !fd_readable(0),
-		"then poll() sees the event and ibv_get_cq_event takes it");
-	fcntl(ch->fd, F_SETFL, fl);
-
-	/* a program that waits in poll() first */
-	good = 0;
-	for (r = 0; r < ROUNDS && !stop; r++) {
-		if (recv_one(qb1, r, 1024) || ibv_req_notify_cq(cq1, 0))
-			break;
-		job(++round, 1);
-		if (!fd_readable(10000))
-			break;
-		x = event();
-		good += x == cq1 && received(cq1) && !fd_readable(0);
-	}
-	CHECK(good == ROUNDS, "%d of %d events through poll(), then "
-		"ibv_get_cq_event", good, ROUNDS);
-
-	/* a spin that gets its event, then a wait in poll() that only the
-	 * progress thread can end (the sender holds its reap) */
-	good = 0;
-	for (r = 0; r < ROUNDS && !stop; r++) {
-		if (recv_one(qb1, r, 1024) || ibv_req_notify_cq(cq1, 0))
-			break;
-		job(++round, 1);
-		x = event();
-		if (x != cq1 || !received(cq1) || recv_one(qb1, r, 1024) ||
-				ibv_req_notify_cq(cq1, 0))
-			break;
-		__atomic_store_n(&job_hold, ++round, __ATOMIC_RELEASE);
-		job(round, 1);
-		n = fd_readable(10000);
-		__atomic_store_n(&job_hold, 0, __ATOMIC_RELEASE);
-		if (!n)
-			break;
-		x = event();
-		good += x == cq1 && received(cq1) && !fd_readable(0);
-	}
-	CHECK(good == ROUNDS, "%d of %d events: the spin's, then the progress "
-		"thread's to a sleeper in poll()", good, ROUNDS);
+	spin_events(&round);
+	two_cqs(&round);
+	non_blocking(&round);
+	poll_first(&round);
+	spin_then_poll(&round);
 
 	stop = 1;
 	pthread_join(t, NULL);
