@@ -326,137 +326,189 @@ server(const char *addr, const char *test)
 	return 0;
 }
 
-static int
-client(const char *addr, const char *test)
+/* The client's side of a connection, and what the server described. */
+struct client {
+	struct rpma_peer *peer;
+	struct rpma_mr_local *mr;
+	struct rpma_conn_cfg *cfg;
+	struct rpma_conn *conn;
+	struct rpma_mr_remote *dst;	/* the server's region */
+	char *buf;
+	bool pmem;			/* the server's direct write to pmem */
+};
+
+/* Connected the way librpma's clients connect, the server's region and
+ * peer configuration taken from its private data. */
+static void
+client_open(struct client *c, const char *addr, const char *test)
 {
 	bool persistent;
-	struct rpma_peer *peer = peer_for(addr, RPMA_UTIL_IBV_CONTEXT_REMOTE,
-		&persistent);
-	struct rpma_mr_remote *dst = NULL;
 	struct rpma_peer_cfg *pcfg = NULL;
-	struct rpma_mr_local *mr = NULL;
 	struct rpma_conn_req *req = NULL;
-	struct rpma_conn_cfg *cfg = NULL;
 	struct rpma_conn_private_data pd;
-	struct rpma_conn *conn = NULL;
-	enum rpma_flush_type ft;
-	char *buf = region_new(false);
 	const struct desc *d;
-	bool pmem = false;
-	struct ibv_wc wc;
 	size_t size;
-	uint64_t v;
-	int i;
 	int usage = RPMA_MR_USAGE_READ_DST | RPMA_MR_USAGE_WRITE_SRC |
 		RPMA_MR_USAGE_SEND | RPMA_MR_USAGE_RECV;
 
-	TRY(rpma_mr_reg(peer, buf, REGION, usage, &mr));
+	memset(c, 0, sizeof(*c));
+	c->peer = peer_for(addr, RPMA_UTIL_IBV_CONTEXT_REMOTE, &persistent);
+	c->buf = region_new(false);
+	TRY(rpma_mr_reg(c->peer, c->buf, REGION, usage, &c->mr));
 	/* generous: address and route resolution on a slow, busy machine */
-	TRY(rpma_conn_cfg_new(&cfg));
-	TRY(rpma_conn_cfg_set_timeout(cfg, 30000));
-	TRY(rpma_conn_req_new(peer, addr, PORT, cfg, &req));
+	TRY(rpma_conn_cfg_new(&c->cfg));
+	TRY(rpma_conn_cfg_set_timeout(c->cfg, 30000));
+	TRY(rpma_conn_req_new(c->peer, addr, PORT, c->cfg, &req));
 	if (strcmp(test, "pingpong") == 0)
-		TRY(rpma_conn_req_recv(req, mr, MSG_OFF + 8, 8, (void *)1));
-	TRY(rpma_conn_req_connect(&req, NULL, &conn));
-	expect_event(conn, RPMA_CONN_ESTABLISHED);
+		TRY(rpma_conn_req_recv(req, c->mr, MSG_OFF + 8, 8, (void *)1));
+	TRY(rpma_conn_req_connect(&req, NULL, &c->conn));
+	expect_event(c->conn, RPMA_CONN_ESTABLISHED);
 
-	TRY(rpma_conn_get_private_data(conn, &pd));
+	TRY(rpma_conn_get_private_data(c->conn, &pd));
 	if (pd.ptr == NULL || pd.len < sizeof(*d))
 		FAIL("private data of %u bytes", pd.len);
 	d = pd.ptr;
 	TRY(rpma_peer_cfg_from_descriptor(d->bytes + d->mr_size, d->pcfg_size,
 		&pcfg));
-	TRY(rpma_peer_cfg_get_direct_write_to_pmem(pcfg, &pmem));
-	TRY(rpma_conn_apply_remote_peer_cfg(conn, pcfg));
+	TRY(rpma_peer_cfg_get_direct_write_to_pmem(pcfg, &c->pmem));
+	TRY(rpma_conn_apply_remote_peer_cfg(c->conn, pcfg));
 	TRY(rpma_peer_cfg_delete(&pcfg));
-	TRY(rpma_mr_remote_from_descriptor(d->bytes, d->mr_size, &dst));
-	TRY(rpma_mr_remote_get_size(dst, &size));
+	TRY(rpma_mr_remote_from_descriptor(d->bytes, d->mr_size, &c->dst));
+	TRY(rpma_mr_remote_get_size(c->dst, &size));
 	if (size != REGION)
 		FAIL("remote region of %zu bytes, want %d", size, REGION);
+}
 
-	memcpy(buf + DATA_OFF, pattern_write, DATA_LEN);
+/* 02: the server's bytes read. */
+static void
+client_read(struct client *c)
+{
+	struct ibv_wc wc;
+
+	memset(c->buf + DATA_OFF, 0, DATA_LEN);
+	TRY(rpma_read(c->conn, c->mr, DATA_OFF, c->dst, DATA_OFF, DATA_LEN,
+		RPMA_F_COMPLETION_ALWAYS, (void *)3));
+	want_wc(c->conn, IBV_WC_RDMA_READ, 3, &wc);
+	if (memcmp(c->buf + DATA_OFF, pattern_read, DATA_LEN) != 0)
+		FAIL("read: not the server's bytes");
+	printf("ok: read the server's bytes\n");
+}
+
+/* 04 and 05: written, then flushed to the server's persistence where it
+ * has some (which 05 must find). */
+static void
+client_write(struct client *c, const char *test)
+{
+	enum rpma_flush_type ft;
+
+	if (strcmp(test, "flush") == 0 && !c->pmem)
+		FAIL("flush: the server's direct write to pmem is lost");
+	ft = c->pmem ? RPMA_FLUSH_TYPE_PERSISTENT : RPMA_FLUSH_TYPE_VISIBILITY;
+	TRY(rpma_write(c->conn, c->dst, DATA_OFF, c->mr, DATA_OFF, DATA_LEN,
+		RPMA_F_COMPLETION_ON_ERROR, NULL));
+	TRY(rpma_flush(c->conn, c->dst, DATA_OFF, DATA_LEN, ft,
+		RPMA_F_COMPLETION_ALWAYS, (void *)4));
+	flush_wc(c->conn);
+	printf("ok: written and flushed (%s)\n",
+		c->pmem ? "persistent" : "visibility");
+}
+
+/* 07: 8 bytes written atomically (natively or not), then flushed. */
+static void
+client_atomic(struct client *c)
+{
+	struct ibv_wc wc;
+
+	TRY(rpma_atomic_write(c->conn, c->dst, ATOMIC_OFF, atomic_value,
+		RPMA_F_COMPLETION_ALWAYS, (void *)5));
+	next_wc(c->conn, &wc);
+	if (wc.wr_id != 5 || ((int)wc.opcode != WC_ATOMIC_WRITE &&
+			wc.opcode != IBV_WC_RDMA_WRITE))
+		FAIL("atomic: wr_id %" PRIu64 " opcode %d", wc.wr_id,
+			wc.opcode);
+	printf("ok: atomic write %s\n",
+		(int)wc.opcode == WC_ATOMIC_WRITE ?
+		"native (IBV_WC_ATOMIC_WRITE)" : "by an 8-byte WRITE");
+	TRY(rpma_flush(c->conn, c->dst, ATOMIC_OFF, 8,
+		RPMA_FLUSH_TYPE_VISIBILITY, RPMA_F_COMPLETION_ALWAYS,
+		(void *)4));
+	flush_wc(c->conn);
+	printf("ok: atomic write done and flushed\n");
+}
+
+/* 08: each round a number sent, the next one the answer. */
+static void
+client_pingpong(struct client *c)
+{
+	struct ibv_wc wc;
+	uint64_t v;
+	int i;
+
+	for (i = 0; i < ROUNDS; i++) {
+		v = (uint64_t)i * 2;
+		memcpy(c->buf + MSG_OFF, &v, sizeof(v));
+		TRY(rpma_send(c->conn, c->mr, MSG_OFF, sizeof(v),
+			RPMA_F_COMPLETION_ALWAYS, (void *)2));
+		/* the send's and the answer's completions, either first */
+		next_wc(c->conn, &wc);
+		if (wc.opcode == IBV_WC_SEND)
+			want_wc(c->conn, IBV_WC_RECV, 1, &wc);
+		else if (wc.opcode == IBV_WC_RECV)
+			want_wc(c->conn, IBV_WC_SEND, 2, &wc);
+		else
+			FAIL("pingpong: completion opcode %d", wc.opcode);
+		memcpy(&v, c->buf + MSG_OFF + 8, sizeof(v));
+		if (v != (uint64_t)i * 2 + 1)
+			FAIL("round %d: answer %" PRIu64, i, v);
+		if (i + 1 < ROUNDS)
+			TRY(rpma_recv(c->conn, c->mr, MSG_OFF + 8, 8,
+				(void *)1));
+	}
+	printf("ok: %d rounds of ping-pong\n", ROUNDS);
+}
+
+static int
+client(const char *addr, const char *test)
+{
+	struct client c;
+	struct ibv_wc wc;
+
+	client_open(&c, addr, test);
+	memcpy(c.buf + DATA_OFF, pattern_write, DATA_LEN);
 	if (strcmp(test, "conn") == 0) {
 		printf("ok: connected, the server's region described\n");
 	} else if (strcmp(test, "read") == 0) {
-		memset(buf + DATA_OFF, 0, DATA_LEN);
-		TRY(rpma_read(conn, mr, DATA_OFF, dst, DATA_OFF, DATA_LEN,
-			RPMA_F_COMPLETION_ALWAYS, (void *)3));
-		want_wc(conn, IBV_WC_RDMA_READ, 3, &wc);
-		if (memcmp(buf + DATA_OFF, pattern_read, DATA_LEN) != 0)
-			FAIL("read: not the server's bytes");
-		printf("ok: read the server's bytes\n");
+		client_read(&c);
 	} else if (strcmp(test, "write") == 0 || strcmp(test, "flush") == 0) {
-		if (strcmp(test, "flush") == 0 && !pmem)
-			FAIL("flush: the server's direct write to pmem is lost");
-		ft = pmem ? RPMA_FLUSH_TYPE_PERSISTENT :
-			RPMA_FLUSH_TYPE_VISIBILITY;
-		TRY(rpma_write(conn, dst, DATA_OFF, mr, DATA_OFF, DATA_LEN,
-			RPMA_F_COMPLETION_ON_ERROR, NULL));
-		TRY(rpma_flush(conn, dst, DATA_OFF, DATA_LEN, ft,
-			RPMA_F_COMPLETION_ALWAYS, (void *)4));
-		flush_wc(conn);
-		printf("ok: written and flushed (%s)\n",
-			pmem ? "persistent" : "visibility");
+		client_write(&c, test);
 	} else if (strcmp(test, "atomic") == 0) {
-		TRY(rpma_atomic_write(conn, dst, ATOMIC_OFF, atomic_value,
-			RPMA_F_COMPLETION_ALWAYS, (void *)5));
-		next_wc(conn, &wc);
-		if (wc.wr_id != 5 || ((int)wc.opcode != WC_ATOMIC_WRITE &&
-				wc.opcode != IBV_WC_RDMA_WRITE))
-			FAIL("atomic: wr_id %" PRIu64 " opcode %d", wc.wr_id,
-				wc.opcode);
-		printf("ok: atomic write %s\n",
-			(int)wc.opcode == WC_ATOMIC_WRITE ?
-			"native (IBV_WC_ATOMIC_WRITE)" : "by an 8-byte WRITE");
-		TRY(rpma_flush(conn, dst, ATOMIC_OFF, 8,
-			RPMA_FLUSH_TYPE_VISIBILITY, RPMA_F_COMPLETION_ALWAYS,
-			(void *)4));
-		flush_wc(conn);
-		printf("ok: atomic write done and flushed\n");
+		client_atomic(&c);
 	} else if (strcmp(test, "pingpong") == 0) {
-		for (i = 0; i < ROUNDS; i++) {
-			v = (uint64_t)i * 2;
-			memcpy(buf + MSG_OFF, &v, sizeof(v));
-			TRY(rpma_send(conn, mr, MSG_OFF, sizeof(v),
-				RPMA_F_COMPLETION_ALWAYS, (void *)2));
-			/* the send's and the answer's completions, either first */
-			next_wc(conn, &wc);
-			if (wc.opcode == IBV_WC_SEND)
-				want_wc(conn, IBV_WC_RECV, 1, &wc);
-			else if (wc.opcode == IBV_WC_RECV)
-				want_wc(conn, IBV_WC_SEND, 2, &wc);
-			else
-				FAIL("pingpong: completion opcode %d", wc.opcode);
-			memcpy(&v, buf + MSG_OFF + 8, sizeof(v));
-			if (v != (uint64_t)i * 2 + 1)
-				FAIL("round %d: answer %" PRIu64, i, v);
-			if (i + 1 < ROUNDS)
-				TRY(rpma_recv(conn, mr, MSG_OFF + 8, 8, (void *)1));
-		}
-		printf("ok: %d rounds of ping-pong\n", ROUNDS);
+		client_pingpong(&c);
 	} else if (strcmp(test, "send_imm") == 0) {
-		memcpy(buf + MSG_OFF, pattern_write, DATA_LEN);
-		TRY(rpma_send_with_imm(conn, mr, MSG_OFF, DATA_LEN,
+		memcpy(c.buf + MSG_OFF, pattern_write, DATA_LEN);
+		TRY(rpma_send_with_imm(c.conn, c.mr, MSG_OFF, DATA_LEN,
 			RPMA_F_COMPLETION_ALWAYS, IMM, (void *)6));
-		want_wc(conn, IBV_WC_SEND, 6, &wc);
+		want_wc(c.conn, IBV_WC_SEND, 6, &wc);
 		printf("ok: sent with immediate\n");
 	} else if (strcmp(test, "write_imm") == 0) {
-		TRY(rpma_write_with_imm(conn, dst, DATA_OFF, mr, DATA_OFF,
-			DATA_LEN, RPMA_F_COMPLETION_ALWAYS, IMM, (void *)7));
-		want_wc(conn, IBV_WC_RDMA_WRITE, 7, &wc);
+		TRY(rpma_write_with_imm(c.conn, c.dst, DATA_OFF, c.mr,
+			DATA_OFF, DATA_LEN, RPMA_F_COMPLETION_ALWAYS, IMM,
+			(void *)7));
+		want_wc(c.conn, IBV_WC_RDMA_WRITE, 7, &wc);
 		printf("ok: written with immediate\n");
 	} else {
 		FAIL("unknown case %s", test);
 	}
 
-	TRY(rpma_mr_remote_delete(&dst));
-	TRY(rpma_conn_disconnect(conn));
-	expect_event(conn, RPMA_CONN_CLOSED);
-	TRY(rpma_conn_delete(&conn));
-	TRY(rpma_conn_cfg_delete(&cfg));
-	TRY(rpma_mr_dereg(&mr));
-	TRY(rpma_peer_delete(&peer));
-	free(buf);
+	TRY(rpma_mr_remote_delete(&c.dst));
+	TRY(rpma_conn_disconnect(c.conn));
+	expect_event(c.conn, RPMA_CONN_CLOSED);
+	TRY(rpma_conn_delete(&c.conn));
+	TRY(rpma_conn_cfg_delete(&c.cfg));
+	TRY(rpma_mr_dereg(&c.mr));
+	TRY(rpma_peer_delete(&c.peer));
+	free(c.buf);
 	printf("ok: %s (client)\n", test);
 	return 0;
 }
