@@ -75,12 +75,8 @@ send_group(struct droce_port *p, struct droce_qp *s, struct droce_cq *scq,
 	CHECK_EQ(wait_wcs(p, scq, &wc, 1), 1, "send completion");
 }
 
-int
-main(void)
-{
-	struct droce_port_conf conf;
-	struct droce_port_queue_stats qs;
-	struct droce_tp_stats ts;
+/* The port, the sender s and a receiver on each queue, the group. */
+struct mc {
 	struct droce_port *p;
 	struct droce_dev *dev;
 	struct droce_pd *pd;
@@ -88,117 +84,187 @@ main(void)
 	struct droce_qp *s, *r[2];
 	struct droce_mr *mr;
 	struct droce_ah *ah;
-	struct droce_av av;
-	struct ibv_recv_wr rwr, *rbad;
-	struct ibv_sge sge, rsge[2];
-	struct ibv_wc wc[2];
+	struct ibv_sge sge;	/* what s sends */
 	uint8_t *mem, grp[16], mac[6];
-	char eal[256];
-	int i;
+};
+
+/* net_ring0 with two queues: 0, or -1 (said). */
+static int
+open_port(struct mc *m)
+{
+	static char eal[256];
+	struct droce_port_conf conf;
 
 	snprintf(eal, sizeof(eal), "--no-huge -m 512 --no-pci "
-		"--file-prefix %s --log-level=lib.eal:4", eal_dir_prefix("dpmc"));
+		"--file-prefix %s --log-level=lib.eal:4",
+		eal_dir_prefix("dpmc"));
 	droce_port_conf_init(&conf);
 	conf.eal_args = eal;
 	conf.devargs = "net_ring0";
 	conf.nb_queues = 2;
 	conf.mode = DROCE_PROGRESS_INLINE;
 	conf.ipv4 = 0x0ac70001;
-	p = droce_port_open(&conf);
-	if (p == NULL) {
+	m->p = droce_port_open(&conf);
+	if (m->p == NULL) {
 		fprintf(stderr, "test_dp_mcast: no net_ring port\n");
-		return 1;
+		return -1;
 	}
-	dev = droce_port_dev(p);
-	pd = droce_pd_alloc(dev);
-	mem = calloc(1, 4096);
-	mr = droce_mr_reg(pd, mem, 4096, (uintptr_t)mem,
+	m->dev = droce_port_dev(m->p);
+	return 0;
+}
+
+/* The buffer, a CQ on each queue, the sender and r[1] on queue 1. */
+static void
+make_qps(struct mc *m)
+{
+	int i;
+
+	m->pd = droce_pd_alloc(m->dev);
+	m->mem = calloc(1, 4096);
+	m->mr = droce_mr_reg(m->pd, m->mem, 4096, (uintptr_t)m->mem,
 		IBV_ACCESS_LOCAL_WRITE);
 	for (i = 0; i < 2; i++)
-		cq[i] = droce_cq_create(dev, (uint32_t)i, 16);
-	s = ud_qp(pd, cq[0], QKEY);
-	r[0] = ud_qp(pd, cq[0], QKEY);
-	r[1] = ud_qp(pd, cq[1], QKEY);
-	CHECK(s != NULL && r[0] != NULL && r[1] != NULL, "UD QPs");
-	CHECK_EQ(droce_qpn_queue(dev, droce_qp_num(r[1])), 1, "r1 on queue 1");
+		m->cq[i] = droce_cq_create(m->dev, (uint32_t)i, 16);
+	m->s = ud_qp(m->pd, m->cq[0], QKEY);
+	m->r[0] = ud_qp(m->pd, m->cq[0], QKEY);
+	m->r[1] = ud_qp(m->pd, m->cq[1], QKEY);
+	CHECK(m->s != NULL && m->r[0] != NULL && m->r[1] != NULL, "UD QPs");
+	CHECK_EQ(droce_qpn_queue(m->dev, droce_qp_num(m->r[1])), 1,
+		"r1 on queue 1");
+}
 
-	/* 239.7.8.9: its MAC with no ARP (a timeout of 0 allows none) */
-	droce_gid_from_ipv4(grp, 0xef070809);
-	CHECK_EQ(droce_port_resolve(p, grp, mac, 0), 0, "resolve group");
-	CHECK(memcmp(mac, "\x01\x00\x5e\x07\x08\x09", 6) == 0, "group MAC");
+/* 239.7.8.9, its MAC with no ARP (a timeout of 0 allows none); both
+ * receivers join it, each with a receive posted. */
+static void
+join_group(struct mc *m)
+{
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge rsge[2];
+	int i;
+
+	droce_gid_from_ipv4(m->grp, 0xef070809);
+	CHECK_EQ(droce_port_resolve(m->p, m->grp, m->mac, 0), 0,
+		"resolve group");
+	CHECK(memcmp(m->mac, "\x01\x00\x5e\x07\x08\x09", 6) == 0,
+		"group MAC");
 	for (i = 0; i < 2; i++) {
-		CHECK_EQ(droce_port_attach_mcast(p, r[i], grp), 0, "attach");
-		rsge[i].addr = (uintptr_t)(mem + 1024 + 1024 * i);
+		CHECK_EQ(droce_port_attach_mcast(m->p, m->r[i], m->grp), 0,
+			"attach");
+		rsge[i].addr = (uintptr_t)(m->mem + 1024 + 1024 * i);
 		rsge[i].length = 1024;
-		rsge[i].lkey = droce_mr_lkey(mr);
+		rsge[i].lkey = droce_mr_lkey(m->mr);
 		memset(&rwr, 0, sizeof(rwr));
 		rwr.wr_id = 100 + (uint64_t)i;
 		rwr.sg_list = &rsge[i];
 		rwr.num_sge = 1;
-		droce_port_lock(p, (uint32_t)i);
-		CHECK_EQ(droce_qp_post_recv(r[i], &rwr, &rbad), 0, "post recv");
-		droce_port_unlock(p, (uint32_t)i);
+		droce_port_lock(m->p, (uint32_t)i);
+		CHECK_EQ(droce_qp_post_recv(m->r[i], &rwr, &rbad), 0,
+			"post recv");
+		droce_port_unlock(m->p, (uint32_t)i);
 	}
-	CHECK(p->mc_filter != DP_MCF_NONE && p->mc_macs == 1,
-		"NIC filter has the group (%s, %u MACs)", dp_filter_mc_name(p),
-		p->mc_macs);
-	printf("test_dp_mcast: mc_filter %s\n", dp_filter_mc_name(p));
+	CHECK(m->p->mc_filter != DP_MCF_NONE && m->p->mc_macs == 1,
+		"NIC filter has the group (%s, %u MACs)",
+		dp_filter_mc_name(m->p), m->p->mc_macs);
+	printf("test_dp_mcast: mc_filter %s\n", dp_filter_mc_name(m->p));
+}
+
+/* A SEND to the group: a copy on each queue, queue 0 handed it on. */
+static void
+send_copies(struct mc *m)
+{
+	struct droce_port_queue_stats qs;
+	struct droce_av av;
+	struct ibv_wc wc[2];
+	int i;
 
 	memset(&av, 0, sizeof(av));
-	memcpy(av.dmac, mac, 6);
-	memcpy(av.dgid, grp, 16);
+	memcpy(av.dmac, m->mac, 6);
+	memcpy(av.dgid, m->grp, 16);
 	av.sgid_index = 1;
 	av.hop_limit = 1;
-	ah = droce_ah_create(pd, &av);
-	memset(mem, 0x3c, 64);
-	sge.addr = (uintptr_t)mem;
-	sge.length = 64;
-	sge.lkey = droce_mr_lkey(mr);
-	send_group(p, s, cq[0], ah, &sge);
+	m->ah = droce_ah_create(m->pd, &av);
+	memset(m->mem, 0x3c, 64);
+	m->sge.addr = (uintptr_t)m->mem;
+	m->sge.length = 64;
+	m->sge.lkey = droce_mr_lkey(m->mr);
+	send_group(m->p, m->s, m->cq[0], m->ah, &m->sge);
 	for (i = 0; i < 2; i++) {
-		CHECK_EQ(wait_wcs(p, cq[i], wc, 1), 1, "a copy on each queue");
+		CHECK_EQ(wait_wcs(m->p, m->cq[i], wc, 1), 1,
+			"a copy on each queue");
 		CHECK(wc[0].status == IBV_WC_SUCCESS &&
-			wc[0].qp_num == droce_qp_num(r[i]) &&
+			wc[0].qp_num == droce_qp_num(m->r[i]) &&
 			(wc[0].wc_flags & IBV_WC_GRH) &&
 			wc[0].byte_len == DROCE_GRH_LEN + 64 &&
-			wc[0].src_qp == droce_qp_num(s),
+			wc[0].src_qp == droce_qp_num(m->s),
 			"copy %d: status %d qp %u len %u", i, wc[0].status,
 			wc[0].qp_num, wc[0].byte_len);
-		CHECK(mem[1024 + 1024 * i + DROCE_GRH_LEN] == 0x3c &&
-			mem[1024 + 1024 * i + DROCE_GRH_LEN + 63] == 0x3c,
+		CHECK(m->mem[1024 + 1024 * i + DROCE_GRH_LEN] == 0x3c &&
+			m->mem[1024 + 1024 * i + DROCE_GRH_LEN + 63] == 0x3c,
 			"payload %d", i);
 	}
-	CHECK_EQ(droce_port_queue_stats(p, 0, &qs), 0, "queue 0 stats");
+	CHECK_EQ(droce_port_queue_stats(m->p, 0, &qs), 0, "queue 0 stats");
 	CHECK(qs.handoffs >= 1, "queue 0 handed the frame to queue 1");
+}
+
+/* Both leave: the NIC's filter has no group, and a frame to it is
+ * dropped and counted. */
+static void
+leave_group(struct mc *m)
+{
+	struct droce_tp_stats ts;
+	struct ibv_wc wc[2];
+	int i;
 
 	for (i = 0; i < 2; i++) {
-		CHECK_EQ(droce_port_detach_mcast(p, r[i], grp), 0, "detach");
-		CHECK_EQ(droce_port_detach_mcast(p, r[i], grp), -EINVAL,
-			"detach again");
+		CHECK_EQ(droce_port_detach_mcast(m->p, m->r[i], m->grp), 0,
+			"detach");
+		CHECK_EQ(droce_port_detach_mcast(m->p, m->r[i], m->grp),
+			-EINVAL, "detach again");
 	}
-	CHECK(p->mc_filter == DP_MCF_NONE && p->mc_macs == 0,
+	CHECK(m->p->mc_filter == DP_MCF_NONE && m->p->mc_macs == 0,
 		"no group left in the NIC filter");
-	send_group(p, s, cq[0], ah, &sge);
+	send_group(m->p, m->s, m->cq[0], m->ah, &m->sge);
 	for (i = 0; i < 50; i++) {
-		droce_port_progress(p, 0);
-		droce_port_progress(p, 1);
+		droce_port_progress(m->p, 0);
+		droce_port_progress(m->p, 1);
 		usleep(1000);
 	}
-	droce_port_lock(p, 0);
-	droce_tp_queue_stats(droce_dev_queue(dev, 0), &ts);
-	CHECK_EQ(droce_cq_poll(cq[0], wc, 1), 0, "left: nothing for r0");
-	droce_port_unlock(p, 0);
+	droce_port_lock(m->p, 0);
+	droce_tp_queue_stats(droce_dev_queue(m->dev, 0), &ts);
+	CHECK_EQ(droce_cq_poll(m->cq[0], wc, 1), 0, "left: nothing for r0");
+	droce_port_unlock(m->p, 0);
 	CHECK_EQ(ts.rx_drop_mcast, 1, "the frame nobody joined, counted");
+}
 
-	droce_ah_destroy(ah);
-	CHECK_EQ(droce_qp_destroy(s), 0, "destroy");
+static void
+tear_down(struct mc *m)
+{
+	int i;
+
+	droce_ah_destroy(m->ah);
+	CHECK_EQ(droce_qp_destroy(m->s), 0, "destroy");
 	for (i = 0; i < 2; i++) {
-		CHECK_EQ(droce_qp_destroy(r[i]), 0, "destroy");
-		droce_cq_destroy(cq[i]);
+		CHECK_EQ(droce_qp_destroy(m->r[i]), 0, "destroy");
+		droce_cq_destroy(m->cq[i]);
 	}
-	droce_mr_dereg(mr);
-	droce_pd_dealloc(pd);
-	droce_port_close(p);
-	free(mem);
+	droce_mr_dereg(m->mr);
+	droce_pd_dealloc(m->pd);
+	droce_port_close(m->p);
+	free(m->mem);
+}
+
+int
+main(void)
+{
+	struct mc m;
+
+	memset(&m, 0, sizeof(m));
+	if (open_port(&m) != 0)
+		return 1;
+	make_qps(&m);
+	join_group(&m);
+	send_copies(&m);
+	leave_group(&m);
+	tear_down(&m);
 	return check_report("test_dp_mcast");
 }
