@@ -384,14 +384,13 @@ poll_all(void)
 	}
 }
 
-int
-main(int argc, char **argv)
+/* The link from the arguments and the environment: seeded, with its
+ * faults (DROP DUP REORDER CORRUPT in ppm after the pcap), selective
+ * repeat, CE marks, zero copy. */
+static void
+link_up(int argc, char **argv, uint64_t seed)
 {
-	uint64_t ops = argc > 1 ? strtoull(argv[1], NULL, 0) : 3000;
-	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 12345;
-	uint64_t limit_ns, issued = 0;
-	int c, s, dir, stuck = 0;
-	struct droce_tp_stats st[2];
+	int dir;
 
 	/* TP_SOAK_SR=1: selective repeat on both ends */
 	fl_sr = getenv("TP_SOAK_SR") != NULL && atoi(getenv("TP_SOAK_SR"));
@@ -399,7 +398,6 @@ main(int argc, char **argv)
 	if (argc > 3 && strcmp(argv[3], "-") != 0)
 		fl_capture(&L, argv[3], 7, 2000);
 	for (dir = 0; dir < 2; dir++) {
-		/* optional: DROP DUP REORDER CORRUPT in ppm after the pcap */
 		L.faults[dir].drop_ppm = argc > 4 ? atoi(argv[4]) : 50000;
 		L.faults[dir].dup_ppm = argc > 5 ? atoi(argv[5]) : 20000;
 		L.faults[dir].reorder_ppm = argc > 6 ? atoi(argv[6]) : 50000;
@@ -411,8 +409,16 @@ main(int argc, char **argv)
 	/* TP_SOAK_ZC=N: payloads of N bytes or more go by reference */
 	if (getenv("TP_SOAK_ZC") != NULL)
 		fl_set_zero_copy(&L, (uint32_t)atoi(getenv("TP_SOAK_ZC")));
-	setup();
-	total_ops = ops;
+}
+
+/* ops operations posted at random on the active sides, until all are
+ * done or the virtual time runs out, then drained: how many issued. */
+static uint64_t
+run_ops(uint64_t ops)
+{
+	uint64_t limit_ns, issued = 0;
+	int c, s;
+
 	for (c = 0; c < NB_QP; c++)
 		for (s = 0; s < 2; s++)
 			post_recvs(c, s);
@@ -447,6 +453,15 @@ main(int argc, char **argv)
 	/* let the last ACKs and receives drain */
 	fl_run_idle(&L, 1000000000ull);
 	poll_all();
+	return issued;
+}
+
+/* Every QP in RTS with all its WRs completed, the fetch-add sums landed
+ * both ways on RC: how many QPs have WRs never completed. */
+static int
+check_qps(void)
+{
+	int c, s, stuck = 0;
 
 	for (c = 0; c < NB_QP; c++) {
 		for (s = 0; s < 2; s++) {
@@ -470,9 +485,17 @@ main(int argc, char **argv)
 					C[c].s[s].fadd_sum, "fetch-add total");
 		}
 	}
-	CHECK_EQ(stuck, 0, "QPs with WRs never completed");
-	CHECK_EQ(issued, ops, "all operations issued");
-	CHECK_EQ(done_ops, ops, "all operations completed successfully");
+	return stuck;
+}
+
+/* The link's and the transports' counters; the faults that must have
+ * happened did. */
+static void
+report(uint64_t ops)
+{
+	struct droce_tp_stats st[2];
+	int dir, s;
+
 	droce_tp_queue_stats(L.end[0].q, &st[0]);
 	droce_tp_queue_stats(L.end[1].q, &st[1]);
 	printf("ops %" PRIu64 " virtual time %.3f s\n", done_ops, L.now / 1e9);
@@ -506,6 +529,25 @@ main(int argc, char **argv)
 		CHECK(st[0].tx_zc_pkts > 0 && st[1].tx_zc_pkts > 0,
 			"frames went by reference");
 	}
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t ops = argc > 1 ? strtoull(argv[1], NULL, 0) : 3000;
+	uint64_t seed = argc > 2 ? strtoull(argv[2], NULL, 0) : 12345;
+	uint64_t issued;
+	int stuck;
+
+	link_up(argc, argv, seed);
+	setup();
+	total_ops = ops;
+	issued = run_ops(ops);
+	stuck = check_qps();
+	CHECK_EQ(stuck, 0, "QPs with WRs never completed");
+	CHECK_EQ(issued, ops, "all operations issued");
+	CHECK_EQ(done_ops, ops, "all operations completed successfully");
+	report(ops);
 	fl_fini(&L);
 	return check_report("test_tp_soak");
 }
