@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# bench-daemon.sh [BUILD]: droced's figures (doc/perf.md), never pass/fail.
+# bench-daemon.sh [BUILD]: droced's figures (doc/perf-apps.md), never pass/fail.
 # Each beside the in-process drop-in (inline mode: the application's
 # thread and droce's progress thread per process) and the raw net_memif
 # frame rate in the same run:
@@ -131,7 +131,7 @@ daemons_stop "$work" > "$work/stop" 2>&1
 echo "daemon A RSS ${rss0} kB; peak with 4 applications of 1 QP ${hwm1} kB" \
 	"($(( (hwm1 - rss0) / 4 )) kB an application), of $per QPs ${hwm} kB:" \
 	"$(( (hwm - hwm1) / (4 * (per - 1)) )) kB per QP in the daemon (its" \
-	"rings: doc/perf.md's arithmetic)"
+	"rings: doc/perf-apps.md's arithmetic)"
 
 }
 [ "${DAEMON_BENCH_ONLY:-}" = one ] || items_1_to_4

@@ -13,7 +13,7 @@
 #   - the delay-based mode through a switch that marks nothing, and no
 #     congestion control through the same switch.
 # With PLOTDIR, per-flow rate and queue depth over time for the 64:1 and
-# 8:1 cases at 100 Gbit/s (PNG, test/tools/plot-incast.py; doc/perf.md's
+# 8:1 cases at 100 Gbit/s (PNG, test/tools/plot-incast.py; doc/perf-loss.md's
 # come from here).
 set -uo pipefail
 build=${1:-build}

@@ -10,7 +10,7 @@
 # needed (WRITE and SEND: the client's; READ: the server's responses),
 # retransmissions, timeouts and sequence NAKs. BENCH_SR=1: the same with
 # selective repeat. The same in virtual time at 25 and 100 Gbit/s:
-# droce-loss-bench (doc/perf.md, "Loss").
+# droce-loss-bench (doc/perf-loss.md).
 set -uo pipefail
 build=${1:-build}
 iters=${2:-2000}

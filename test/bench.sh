@@ -15,14 +15,14 @@ if command -v valgrind >/dev/null; then
 	"$top/test/bench-phases.sh" "$build/app/droce-tp-bench"
 	echo
 fi
-# what loss costs, in virtual time at 25 and 100 Gbit/s (doc/perf.md):
+# what loss costs, in virtual time at 25 and 100 Gbit/s (doc/perf-loss.md):
 # go-back-N, then selective repeat
 "$build/test/transport/droce-loss-bench"
 echo
 "$build/test/transport/droce-loss-bench" --sr 1
 echo
 # incast through a simulated switch, in virtual time: DCQCN, the
-# delay-based mode and no congestion control (doc/perf.md, "Congestion"),
+# delay-based mode and no congestion control (doc/perf-loss.md),
 # then 4:1 on real ports through droce-switch, scaled for 2 CPUs
 "$top/test/bench-incast-sim.sh" "$build"
 echo
@@ -39,11 +39,11 @@ echo
 "$top/test/dataplane/perf-pair.sh" "$build/app/droce-perf" memif -- \
 	--lat --op write,send,read,fetch_add --size 64,4096,65536 \
 	--iters 20000 --repeat 3 --verify
-# the same loss rates over net_memif (doc/perf.md, "Loss")
+# the same loss rates over net_memif (doc/perf-loss.md)
 "$top/test/bench-loss.sh" "$build"
 BENCH_SR=1 "$top/test/bench-loss.sh" "$build"
 "$top/test/bench-verbs.sh" "$build"
 "$top/test/bench-ucx.sh" "$build"
 # programs that wait on completion channels against the same polling,
-# in process and attached (doc/perf.md, "Completion channels")
+# in process and attached (doc/perf-apps.md, "Completion channels")
 "$top/test/bench-events.sh" "$build"
