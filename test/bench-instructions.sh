@@ -21,7 +21,7 @@ trap 'rm -rf "$out"' EXIT
 
 printf '%-10s %6s %10s %16s\n' op bytes "in flight" "instructions/msg"
 for flight in $flights; do
-	for c in "WRITE 64" "SEND 64" "READ 64" "FETCH_ADD 8" "WRITE 4096" "SEND 4096" "WRITE 65536"; do
+	for c in "WRITE 64" "SEND 64" "READ 64" "FETCH_ADD 8" "WRITE 4096" "SEND 4096" "WRITE 65536" "UD_SEND 64"; do
 		set -- $c
 		valgrind --tool=callgrind --callgrind-out-file="$out/cg" \
 			"$tpb" 0.2 "$1" "$2" "$flight" > "$out/log" 2>&1 || {

@@ -11,6 +11,9 @@
  *
  *     droce-tp-bench [seconds per case] [op [bytes [in flight]]]
  *
+ * UD_SEND: 64-byte SENDs between two UD QPs (an AH, a GRH on receive,
+ * no ACK: a send completes when it leaves).
+ *
  * In flight 1 is a latency test's pattern: every pass carries one frame,
  * so fixed per-pass costs show (run it under callgrind for instructions
  * per round trip, a figure this noisy VM cannot blur).
@@ -28,6 +31,7 @@
 #define NBUF 4096
 #define BUFSZ 4608
 #define DEPTH 128
+#define UD_QKEY 0x11111111u
 
 struct end {
 	struct droce_dev *dev;
@@ -35,6 +39,8 @@ struct end {
 	struct droce_pd *pd;
 	struct droce_cq *cq;
 	struct droce_qp *qp;
+	struct droce_qp *ud;	/* UD_SEND's */
+	struct droce_ah *ah;	/* to the other end's GID (UD_SEND) */
 	struct droce_mr *mr;
 	uint8_t *mem;
 	uint8_t *free_bufs[NBUF];
@@ -47,8 +53,9 @@ struct end {
 
 static struct end E[2];
 static uint32_t in_flight = DEPTH / 2;
-/* WRs the last run posted, drain included (bench-instructions.sh) */
-static uint64_t wrs_posted;
+/* WRs the last run posted, drain included (bench-instructions.sh), and
+ * the completions its responder polled (a SEND's receives) */
+static uint64_t wrs_posted, rx_polled;
 
 static uint32_t
 b_alloc(void *arg, struct droce_txbuf *b, uint32_t n, uint32_t cap)
@@ -151,6 +158,26 @@ responder_poll(struct ibv_wc *wc)
 	return droce_cq_poll(E[1].cq, wc, 64);
 }
 
+/* e's UD QP to RTS, and an AH to the other end's GID. */
+static void
+setup_ud(struct end *e, const struct droce_av *av)
+{
+	struct ibv_qp_attr at;
+
+	memset(&at, 0, sizeof(at));
+	at.qp_state = IBV_QPS_INIT;
+	at.port_num = 1;
+	at.qkey = UD_QKEY;
+	droce_qp_modify(e->ud, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+		IBV_QP_PORT | IBV_QP_QKEY, NULL);
+	at.qp_state = IBV_QPS_RTR;
+	droce_qp_modify(e->ud, &at, IBV_QP_STATE, NULL);
+	at.qp_state = IBV_QPS_RTS;
+	at.sq_psn = 0;
+	droce_qp_modify(e->ud, &at, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL);
+	e->ah = droce_ah_create(e->pd, av);
+}
+
 static void
 setup(size_t memsz)
 {
@@ -191,6 +218,8 @@ setup(size_t memsz)
 		ia.cap.max_send_sge = 1;
 		ia.cap.max_recv_sge = 1;
 		e->qp = droce_qp_create(e->pd, &ia, e->cq, e->cq, NULL);
+		ia.qp_type = IBV_QPT_UD;
+		e->ud = droce_qp_create(e->pd, &ia, e->cq, e->cq, NULL);
 		e->mem = aligned_alloc(4096, memsz);
 		memset(e->mem, 1, memsz);
 		e->mr = droce_mr_reg(e->pd, e->mem, memsz,
@@ -232,6 +261,7 @@ setup(size_t memsz)
 		droce_qp_modify(e->qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN |
 			IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC, NULL);
+		setup_ud(e, &av);
 	}
 }
 
@@ -241,8 +271,10 @@ setup(size_t memsz)
 
 /* never inlined: bench-instructions.sh reads its inclusive count */
 static __attribute__((noinline)) double
-run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
+run(enum ibv_wr_opcode op, uint32_t size, int ud, double secs, double *best)
 {
+	struct droce_qp *sq = ud ? E[0].ud : E[0].qp;
+	struct droce_qp *rq = ud ? E[1].ud : E[1].qp;
 	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)E[0].mem,
 		.length = size, .lkey = droce_mr_lkey(E[0].mr) };
 	struct ibv_send_wr wr, *bad;
@@ -264,6 +296,11 @@ run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 		wr.wr.atomic.rkey = droce_mr_rkey(E[1].mr);
 		wr.wr.atomic.compare_add = 1;
 	}
+	if (ud) {
+		wr.wr.ud.ah = droce_ah_to_ibv(E[0].ah);
+		wr.wr.ud.remote_qpn = droce_qp_num(E[1].ud);
+		wr.wr.ud.remote_qkey = UD_QKEY;
+	}
 	while (t - t0 < (uint64_t)(secs * 1e9)) {
 		if (op == IBV_WR_SEND) {
 			struct ibv_sge rs = { .addr = (uint64_t)(uintptr_t)
@@ -272,11 +309,11 @@ run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 			struct ibv_recv_wr rw = { .sg_list = &rs, .num_sge = 1 };
 			struct ibv_recv_wr *rb;
 
-			while (droce_qp_post_recv(E[1].qp, &rw, &rb) == 0)
+			while (droce_qp_post_recv(rq, &rw, &rb) == 0)
 				;
 		}
 		while (posted - done < in_flight &&
-				droce_qp_post_send(E[0].qp, &wr, &bad) == 0)
+				droce_qp_post_send(sq, &wr, &bad) == 0)
 			posted++;
 		requester_progress(t);
 		responder_receive(t);
@@ -291,8 +328,8 @@ run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 				}
 			done += (uint64_t)n;
 		}
-		while (responder_poll(wc) > 0)
-			;
+		while ((n = responder_poll(wc)) > 0)
+			rx_polled += (uint64_t)n;
 		t = now_ns();
 		if (t - win_t >= WINDOW_NS) {
 			double r = (done - win_done) / ((t - win_t) / 1e9);
@@ -314,8 +351,8 @@ run(enum ibv_wr_opcode op, uint32_t size, double secs, double *best)
 		requester_receive(t);
 		while ((n = requester_poll(wc)) > 0)
 			done += (uint64_t)n;
-		while (responder_poll(wc) > 0)
-			;
+		while ((n = responder_poll(wc)) > 0)
+			rx_polled += (uint64_t)n;
 		t = now_ns();
 	}
 	return counted / (elapsed / 1e9);
@@ -328,6 +365,7 @@ main(int argc, char **argv)
 		const char *name;
 		enum ibv_wr_opcode op;
 		uint32_t size;
+		int ud;
 	} cases[] = {
 		{ "WRITE", IBV_WR_RDMA_WRITE, 64 },
 		{ "SEND", IBV_WR_SEND, 64 },
@@ -337,6 +375,7 @@ main(int argc, char **argv)
 		{ "WRITE", IBV_WR_RDMA_WRITE, 65536 },
 		{ "SEND", IBV_WR_SEND, 4096 },
 		{ "READ", IBV_WR_RDMA_READ, 65536 },
+		{ "UD_SEND", IBV_WR_SEND, 64, 1 },
 	};
 	double secs = argc > 1 ? atof(argv[1]) : 1.0;
 	/* optional: one case only (op name, bytes), to profile it */
@@ -352,8 +391,8 @@ main(int argc, char **argv)
 	}
 
 	setup(1 << 20);
-	printf("lib/transport alone, RC, path MTU 4096, one core running both "
-		"ends, %u WRs in flight\n", in_flight);
+	printf("lib/transport alone, RC (and UD_SEND), path MTU 4096, one "
+		"core running both ends, %u WRs in flight\n", in_flight);
 	printf("%-10s %8s %14s %12s %14s\n", "op", "bytes", "msgs/s", "Gbit/s",
 		"best msgs/s");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -362,11 +401,13 @@ main(int argc, char **argv)
 		if (only_op != NULL && (strcasecmp(only_op, cases[i].name) ||
 				(only_size && only_size != cases[i].size)))
 			continue;
-		r = run(cases[i].op, cases[i].size, secs, &best);
+		rx_polled = 0;
+		r = run(cases[i].op, cases[i].size, cases[i].ud, secs, &best);
 		printf("%-10s %8u %14.0f %12.2f %14.0f\n", cases[i].name,
 			cases[i].size, r, r * cases[i].size * 8 / 1e9, best);
 		if (only_op != NULL)
-			printf("posted %" PRIu64 "\n", wrs_posted);
+			printf("posted %" PRIu64 ", received %" PRIu64 "\n",
+				wrs_posted, rx_polled);
 	}
 	return 0;
 }

@@ -359,9 +359,17 @@ tp_tx_room(const struct droce_tp_queue *q)
 	return q->tx_budget > 0;
 }
 void tp_qp_set_template(struct droce_qp *qp);
-/* For UD: the template comes from the WR's address handle. */
-void tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
-		const struct droce_av *av);
+/* UD: qp->tmpl and qp->htmpl made for av (a WR's address handle). */
+void tp_ud_template_build(struct droce_qp *qp, const struct droce_av *av);
+/* ... unless they are already: a UD QP mostly sends to few addresses. The
+ * AV's bytes compared (a WQE's AV is a copy of its AH's, padding too):
+ * unequal padding only builds again. */
+static inline void
+tp_ud_template(struct droce_qp *qp, const struct droce_av *av)
+{
+	if (!qp->ud_tmpl_ok || memcmp(&qp->ud_av, av, sizeof(*av)) != 0)
+		tp_ud_template_build(qp, av);
+}
 /* Finish a frame whose payload is in place: pad, ICRC (IPv6: UDP csum). */
 static inline uint32_t
 tp_finish(struct droce_pkt *pkt, uint8_t *buf, uint32_t hlen)

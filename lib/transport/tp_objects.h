@@ -343,7 +343,11 @@ struct droce_qp {
 	int sq_draining;
 	struct droce_av av;
 	struct droce_pkt tmpl;	/* header template from the AV */
-	struct droce_hdr_tmpl htmpl;	/* the same laid out (RC, UC) */
+	struct droce_hdr_tmpl htmpl;	/* the same laid out */
+	/* UD: the AV tmpl and htmpl were last made for (ud_tmpl_ok: they
+	 * were); the next WR to the same address reuses them */
+	struct droce_av ud_av;
+	int ud_tmpl_ok;
 	/* what the peer's frames fix (RC, UC over IPv4 without VLAN): the
 	 * receive's wide check instead of the full parse (tp_recv.c) */
 	struct droce_rx_tmpl rx_tmpl;

@@ -167,14 +167,12 @@ req_fields(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
 
 	*plen = 0;
 	*npsn_pkt = 1;
-	if (qp->type == IBV_QPT_UD) {
-		tp_ud_template(qp, p, &w->av);
-	} else {
-		/* the headers come from qp->htmpl: set what the BTH and
-		 * extension headers need, not a whole packet */
-		p->se = 0;
-		p->ackreq = 0;
-	}
+	/* the headers come from qp->htmpl (UD: made for the WR's address):
+	 * set what the BTH and extension headers need, not a whole packet */
+	if (qp->type == IBV_QPT_UD)
+		tp_ud_template(qp, &w->av);
+	p->se = 0;
+	p->ackreq = 0;
 	p->dqpn = qp->type == IBV_QPT_UD ? w->remote_qpn : qp->dest_qpn;
 	p->psn = psn;
 	if (f & TP_WRF_PAYLOAD) {	/* SEND, WRITE: the common case first */
@@ -282,12 +280,11 @@ tx_req(struct droce_qp *qp, struct tp_swqe *w, uint64_t off, uint32_t psn,
 	req_fields(qp, w, off, psn, rd_len, resend, &p, &plen, &npsn_pkt,
 		&last);
 	p.payload_len = plen;
-	hlen = qp->type == IBV_QPT_UD ? droce_wire_build_hdr(&p, buf, b->cap) :
-		tp_build_hdr(qp, &p, buf);
+	hlen = tp_build_hdr(qp, &p, buf);
 	if (hlen < 0)
 		return -1;
 	rc = zc_payload(qp, w, off, b, buf, (uint32_t)hlen, plen,
-		qp->type == IBV_QPT_UD ? p.ip_ver : qp->tmpl.ip_ver);
+		qp->tmpl.ip_ver);
 	if (rc < 0)
 		return -1;
 	if (rc == 0) {

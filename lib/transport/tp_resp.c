@@ -210,6 +210,24 @@ ud_rx(struct droce_qp *qp, const struct droce_pkt *pkt, const uint8_t *frame)
 		qp->queue->st.rx_drop_state++;	/* no receive WQE: dropped */
 		return;
 	}
+	if (pkt->opcode == DROCE_OP_UD_SEND_ONLY_IMM)
+		flags |= IBV_WC_WITH_IMM;
+	/* one SGE that holds it all (the common receive): one key lookup,
+	 * the range checked before a byte goes in */
+	if (rw.num_sge == 1 &&
+			DROCE_GRH_LEN + pkt->payload_len <= rw.sge[0].length) {
+		struct droce_mr *mr;
+		uint8_t *d = tp_sge_piece(qp->dev, qp->pd, &rw.sge[0],
+			IBV_ACCESS_LOCAL_WRITE, 0,
+			DROCE_GRH_LEN + pkt->payload_len, &mr);
+
+		if (d != NULL) {
+			write_grh(d, frame, pkt);
+			memcpy(d + DROCE_GRH_LEN, pkt->payload,
+				pkt->payload_len);
+			goto done;
+		}
+	}
 	write_grh(grh, frame, pkt);
 	/* the whole receive checked before the GRH goes in */
 	rc = tp_sge_room(qp->dev, qp->pd, rw.sge, rw.num_sge, 0,
@@ -226,8 +244,7 @@ ud_rx(struct droce_qp *qp, const struct droce_pkt *pkt, const uint8_t *frame)
 	if (pkt->payload_len)
 		tp_sge_copy_in(qp->dev, qp->pd, rw.sge, rw.num_sge,
 			DROCE_GRH_LEN, pkt->payload, pkt->payload_len);
-	if (pkt->opcode == DROCE_OP_UD_SEND_ONLY_IMM)
-		flags |= IBV_WC_WITH_IMM;
+done:
 	rx_complete(qp, &rw, IBV_WC_SUCCESS, IBV_WC_RECV,
 		DROCE_GRH_LEN + pkt->payload_len, pkt, pkt->deth_sqpn, flags);
 }

@@ -141,6 +141,7 @@ tp_qp_set_template(struct droce_qp *qp)
 		sport = droce_udp_sport_qpn(qp->qpn);
 		memset(&qp->tmpl, 0, sizeof(qp->tmpl));
 		qp->tmpl.udp_sport = sport;
+		qp->ud_tmpl_ok = 0;
 		return;
 	}
 	sport = qp->av.udp_sport ? qp->av.udp_sport :
@@ -151,10 +152,11 @@ tp_qp_set_template(struct droce_qp *qp)
 }
 
 void
-tp_ud_template(struct droce_qp *qp, struct droce_pkt *p,
-		const struct droce_av *av)
+tp_ud_template_build(struct droce_qp *qp, const struct droce_av *av)
 {
-	fill_l2l4(qp->dev, p, av, av->udp_sport ? av->udp_sport :
+	fill_l2l4(qp->dev, &qp->tmpl, av, av->udp_sport ? av->udp_sport :
 		droce_udp_sport_qpn(qp->qpn));
+	qp->ud_tmpl_ok = droce_wire_tmpl_init(&qp->htmpl, &qp->tmpl) == 0;
+	qp->ud_av = *av;
 }
 

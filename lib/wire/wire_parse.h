@@ -314,8 +314,9 @@ wire_parse_frame(const uint8_t *f, uint32_t len,
 	if (all)
 		pkt->icrc = icrc;
 	pkt->icrc_rxe_flush = 0;
-	if (!opts->skip_icrc &&
-			droce_icrc(f + l3, end - 4 - l3) != icrc) {
+	if (!opts->skip_icrc && ((f[l3] >> 4) == 4 ?
+			droce_icrc_v4(f + l3, end - 4 - l3) :
+			droce_icrc(f + l3, end - 4 - l3)) != icrc) {
 		/* Linux rxe's FLUSH: accepted, marked */
 		if (pkt->opcode != DROCE_OP_RC_FLUSH ||
 				droce_icrc_rxe_flush(f + l3, end - 4 - l3) !=
