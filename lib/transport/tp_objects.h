@@ -324,6 +324,7 @@ struct droce_qp {
 	struct droce_srq *srq;
 	int sq_sig_all;
 	int post_rc;	/* RC, not XRC: common WRs post fast */
+	int post_ud;	/* UD: SENDs of one SGE post fast */
 	struct ibv_qp_cap cap;
 
 	/* attributes */

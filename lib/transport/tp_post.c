@@ -96,14 +96,18 @@ check_send_wr(struct droce_qp *qp, const struct ibv_send_wr *wr,
 	1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM)
 #define FAST_OPS (FAST_OUT | 1u << IBV_WR_RDMA_READ | \
 	1u << IBV_WR_ATOMIC_FETCH_AND_ADD | 1u << IBV_WR_ATOMIC_CMP_AND_SWP)
+/* ... and on a UD QP */
+#define FAST_UD_OPS (1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM)
+
 
 /*
  * A valid WR of the common shape, told in a few tests: what
  * check_send_wr would accept for it (its length within max_msg_sz, an
  * inline one within max_inline and not a READ or atomic, an atomic's 8
- * aligned bytes; RC takes FENCE). One SGE, or two inline ones (a header
- * and a payload: UCX's short messages). Anything else, valid or not,
- * goes the general way, which names the errno. *lenp: the length.
+ * aligned bytes; RC takes FENCE; UD: a SEND to an AH, one packet, no
+ * FENCE). One SGE, or two inline ones (a header and a payload: UCX's
+ * short messages). Anything else, valid or not, goes the general way,
+ * which names the errno. *lenp: the length.
  */
 static inline __attribute__((always_inline)) bool
 fast_shape(const struct droce_qp *qp, const struct ibv_send_wr *wr,
@@ -137,11 +141,40 @@ fast_shape(const struct droce_qp *qp, const struct ibv_send_wr *wr,
 	return true;
 }
 
+/* The same on a UD QP: a SEND to an AH, one packet (the port's MTU), no
+ * FENCE. */
+static inline __attribute__((always_inline)) bool
+fast_shape_ud(const struct droce_qp *qp, const struct ibv_send_wr *wr,
+		uint64_t *lenp)
+{
+	uint32_t op = (uint32_t)wr->opcode;
+	uint64_t len;
+
+	if (!qp->post_ud || op >= 32 || !((FAST_UD_OPS >> op) & 1) ||
+			wr->sg_list == NULL || wr->wr.ud.ah == NULL ||
+			(wr->send_flags & IBV_SEND_FENCE))
+		return false;
+	if (wr->num_sge == 1)
+		len = wr->sg_list[0].length;
+	else if (wr->num_sge == 2 && (wr->send_flags & IBV_SEND_INLINE) &&
+			qp->sq.max_sge >= 2)
+		len = (uint64_t)wr->sg_list[0].length + wr->sg_list[1].length;
+	else
+		return false;
+	*lenp = len;
+	if (len > qp->mtu)
+		return false;
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return len <= qp->sq.max_inline && (len != 0 ||
+			wr->num_sge == 1);
+	return true;
+}
+
 /* f: the opcode's enum tp_wr_flag; fast: a WR fast_shape took, which
- * folds away what that shape never has */
+ * folds away what that shape never has (ud: a UD one) */
 static inline __attribute__((always_inline)) void
 fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
-		uint64_t len, unsigned int f, bool fast)
+		uint64_t len, unsigned int f, bool fast, bool ud)
 {
 	w->wr_id = wr->wr_id;
 	w->opcode = (uint8_t)wr->opcode;
@@ -172,6 +205,11 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		w->bind_rkey = wr->bind_mw.rkey;
 	}
 	if (fast) {
+		if (ud) {
+			w->av = droce_ah_from_ibv(wr->wr.ud.ah)->av;
+			w->remote_qpn = wr->wr.ud.remote_qpn;
+			w->remote_qkey = wr->wr.ud.remote_qkey;
+		}
 		if ((wr->send_flags & IBV_SEND_INLINE) && len) {
 			/* copy now: the caller may reuse its buffer at once */
 			uint32_t first = wr->sg_list[0].length;
@@ -236,6 +274,15 @@ fill_swqe(struct droce_qp *qp, struct tp_swqe *w, const struct ibv_send_wr *wr,
 		tp_raw_fill(qp, w, wr);
 }
 
+/* A WR fast_shape_ud took onto the send queue (out of the RC loop's way). */
+static __attribute__((noinline)) void
+post_ud_fast(struct droce_qp *qp, const struct ibv_send_wr *wr, uint64_t len)
+{
+	fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len,
+		tp_wr_opcode_info[wr->opcode].flags, true, true);
+	qp->sq.head++;
+}
+
 /* inlined into each entry point: all_or_nothing a constant there */
 static inline __attribute__((always_inline)) int
 post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
@@ -275,8 +322,16 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 				return ENOMEM;
 			}
 			fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len,
-				tp_wr_opcode_info[wr->opcode].flags, true);
+				tp_wr_opcode_info[wr->opcode].flags, true, false);
 			qp->sq.head++;
+			continue;
+		}
+		if (!all_or_nothing && fast_shape_ud(qp, wr, &len)) {
+			if (qp->sq.head - qp->sq.tail >= qp->sq.size) {
+				*bad_wr = wr;
+				return ENOMEM;
+			}
+			post_ud_fast(qp, wr, len);
 			continue;
 		}
 		if (all_or_nothing) {
@@ -292,7 +347,8 @@ post_send(struct droce_qp *qp, struct ibv_send_wr *wr,
 				return rc;
 			}
 		}
-		fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len, f, false);
+		fill_swqe(qp, tp_sq_wqe(qp, qp->sq.head), wr, len, f, false,
+			false);
 		qp->sq.head++;
 	}
 	qp->posted = 1;

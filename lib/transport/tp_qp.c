@@ -584,6 +584,7 @@ qp_create(struct droce_pd *pd, struct ibv_qp_init_attr *attr,
 	qp->mtu = 256;
 	qp->mtu_enum = IBV_MTU_256;
 	if (qp->type == IBV_QPT_UD) {
+		qp->post_ud = 1;
 		/* UD has no path MTU attribute: a message is one port MTU */
 		qp->mtu_enum = (enum ibv_mtu)droce_eth_mtu_to_path_mtu(
 			dev->conf.eth_mtu);

@@ -9,7 +9,9 @@
  * AH's traffic class and hop limit (seen in the GRH of its receive), in
  * one post list that alternates them, and after an AH is destroyed and
  * another made in its place. Receives: one SGE that holds the GRH and the
- * payload, the same over three SGEs, one too short (LOC_LEN_ERR).
+ * payload, the same over three SGEs, one too short (LOC_LEN_ERR). Posts
+ * the fast way takes (one SGE, two inline) and the ones it leaves to the
+ * general checks (FENCE, no AH, over the MTU, not a SEND).
  */
 
 #include "tp_util.h"
@@ -160,12 +162,62 @@ test_receive_shapes(struct pair *p)
 	droce_ah_destroy(ah);
 }
 
+/* What the post takes and refuses: every refusal EINVAL at the WR, and
+ * a SEND of two inline SGEs (a header and a payload) arrives joined. */
+static void
+test_post_shapes(struct pair *p)
+{
+	struct droce_ah *ah = ah_with(0, 64);
+	uint32_t dqpn = droce_qp_num(p->qp[1]);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge s = sge_of(&p->b[0], 0, LEN), two[2];
+	struct ibv_wc wc;
+
+	ud_wr(&wr, &s, ah, dqpn, 400);
+	wr.send_flags |= IBV_SEND_FENCE;
+	CHECK(droce_qp_post_send(p->qp[0], &wr, &bad) == EINVAL && bad == &wr,
+		"FENCE on UD refused");
+	ud_wr(&wr, &s, ah, dqpn, 401);
+	wr.wr.ud.ah = NULL;
+	CHECK(droce_qp_post_send(p->qp[0], &wr, &bad) == EINVAL && bad == &wr,
+		"no AH refused");
+	s.length = 1025;	/* path MTU 1024 on this link */
+	ud_wr(&wr, &s, ah, dqpn, 402);
+	CHECK(droce_qp_post_send(p->qp[0], &wr, &bad) == EINVAL && bad == &wr,
+		"a message over the MTU refused");
+	s.length = LEN;
+	ud_wr(&wr, &s, ah, dqpn, 403);
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	CHECK(droce_qp_post_send(p->qp[0], &wr, &bad) == EINVAL && bad == &wr,
+		"WRITE on UD refused");
+
+	pattern(p->b[0].p, 8, 5);
+	pattern(p->b[0].p + 512, 56, 6);
+	two[0] = sge_of(&p->b[0], 0, 8);
+	two[1] = sge_of(&p->b[0], 512, 56);
+	pair_post_recv(p, 1, 0, DROCE_GRH_LEN + 64, 404);
+	ud_wr(&wr, two, ah, dqpn, 404);
+	wr.num_sge = 2;
+	wr.send_flags |= IBV_SEND_INLINE;
+	CHECK_EQ(droce_qp_post_send(p->qp[0], &wr, &bad), 0, "two inline SGEs");
+	memset(p->b[0].p, 0, 1024);	/* inline: copied at the post */
+	CHECK_EQ(pair_wait(p, 1, &wc, 100000000), 0, "receive");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == DROCE_GRH_LEN + 64 &&
+		pattern_ok(p->b[1].p + DROCE_GRH_LEN, 8, 5) &&
+		pattern_ok(p->b[1].p + DROCE_GRH_LEN + 8, 56, 6),
+		"two inline SGEs joined: status %d len %u", wc.status,
+		wc.byte_len);
+	CHECK_EQ(pair_wait(p, 0, &wc, 100000000), 0, "send");
+	droce_ah_destroy(ah);
+}
+
 int
 main(void)
 {
 	struct pair_cfg c = {
 		.type = IBV_QPT_UD, .cqe = 64, .send_wr = 16, .sges = 3,
-		.recv_wr = 16, .check_qp = 1, .buf_len = 8192,
+		.recv_wr = 16, .max_inline = 128, .check_qp = 1,
+		.buf_len = 8192,
 		.acc1 = ACC_ALL,
 	};
 	struct pair p;
@@ -174,6 +226,7 @@ main(void)
 	pair_create(&L, &p, &c);
 	test_alternating(&p);
 	test_ah_replaced(&p);
+	test_post_shapes(&p);
 	test_receive_shapes(&p);
 	pair_destroy(&p);
 	fl_fini(&L);
