@@ -118,11 +118,11 @@ rx_deliver(struct droce_qp *qp, const struct droce_pkt *pkt,
 }
 
 /*
- * A connected QP's frame from its peer, checked against the QP's receive
- * template (droce_wire_parse_rx_fast): what the full receive below would
- * find (our MAC and GID, the peer's GID, P_Key, the QP, its transport, a
- * whole and authentic packet within the QP's MTU) in fewer steps. 1 if
- * it was delivered; 0 sends it the full way.
+ * A connected QP's frame from its peer (a UD QP's from anyone), checked
+ * against the QP's receive template (droce_wire_parse_rx_fast): what the
+ * full receive below would find (our MAC and GID, the peer's GID, P_Key,
+ * the QP, its transport, a whole and authentic packet within the QP's
+ * MTU) in fewer steps. 1 if it was delivered; 0 sends it the full way.
  */
 static inline __attribute__((always_inline)) int
 rx_connected(struct droce_tp_queue *q, const uint8_t *frame, uint32_t len)

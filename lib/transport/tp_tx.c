@@ -111,6 +111,28 @@ fill_l2l4(struct droce_dev *dev, struct droce_pkt *p, const struct droce_av *av,
 }
 
 /*
+ * A UD QP's receive template: frames from anyone to the device's first
+ * IPv4 GID (the full receive takes frames to any of its GIDs, multicast,
+ * VLAN and IPv6 ones).
+ */
+static void
+set_rx_template_ud(struct droce_qp *qp)
+{
+	const struct droce_dev *dev = qp->dev;
+	uint32_t i, ip;
+
+	qp->rx_fast = 0;
+	for (i = 0; i < DROCE_MAX_GIDS; i++)
+		if (dev->conf.gids[i].valid &&
+				droce_gid_is_ipv4(dev->conf.gids[i].gid, &ip))
+			break;
+	if (i < DROCE_MAX_GIDS && droce_wire_rx_tmpl_init(&qp->rx_tmpl,
+			dev->conf.mac, dev->conf.gids[i].gid, NULL, qp->qpn,
+			DROCE_TRANSPORT_UD) == 0)
+		qp->rx_fast = 1;
+}
+
+/*
  * The receive template of a connected QP: frames from its peer to the
  * GID it sends from, a valid one of the device's (qp_chk_attr saw to it;
  * the full receive takes frames to any of them, and the rest: XRC, VLAN,
@@ -142,6 +164,7 @@ tp_qp_set_template(struct droce_qp *qp)
 		memset(&qp->tmpl, 0, sizeof(qp->tmpl));
 		qp->tmpl.udp_sport = sport;
 		qp->ud_tmpl_ok = 0;
+		set_rx_template_ud(qp);
 		return;
 	}
 	sport = qp->av.udp_sport ? qp->av.udp_sport :

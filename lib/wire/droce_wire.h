@@ -412,12 +412,14 @@ struct droce_rx_tmpl {
 };
 
 /**
- * The receive template of a QP numbered qpn of transport (DROCE_TRANSPORT_RC
- * or _UC) on a port with MAC mac, whose own GID is local and its peer's
- * peer. For droce_wire_parse_rx_fast() (wire_parse.h).
+ * The receive template of a QP numbered qpn of transport (DROCE_TRANSPORT_RC,
+ * _UC or _UD) on a port with MAC mac, whose own GID is local and its peer's
+ * peer (UD: NULL, frames from anyone). For droce_wire_parse_rx_fast()
+ * (wire_parse.h).
  *
  * @return 0, or -ENOTSUP where a GID is not IPv4 (the frames are IPv6: the
- *         full parse takes them) or the transport is neither.
+ *         full parse takes them), the transport is none of these, or a peer
+ *         is given for UD or none for the others.
  */
 int droce_wire_rx_tmpl_init(struct droce_rx_tmpl *t, const uint8_t mac[6],
 		const uint8_t local[16], const uint8_t peer[16], uint32_t qpn,

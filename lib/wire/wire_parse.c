@@ -87,16 +87,19 @@ droce_wire_rx_tmpl_init(struct droce_rx_tmpl *t, const uint8_t mac[6],
 	uint32_t a;
 
 	memset(t, 0, sizeof(*t));
-	if (!droce_gid_is_ipv4(local, &a) || !droce_gid_is_ipv4(peer, &a) ||
+	if (!droce_gid_is_ipv4(local, &a) ||
+			(transport == DROCE_TRANSPORT_UD ? peer != NULL :
 			(transport != DROCE_TRANSPORT_RC &&
-			transport != DROCE_TRANSPORT_UC))
+			transport != DROCE_TRANSPORT_UC) || peer == NULL ||
+			!droce_gid_is_ipv4(peer, &a)))
 		return -ENOTSUP;
 	memcpy(t->want, mac, 6);
 	memset(t->mask, 0xff, 6);
 	put_be16(t->want + 12, ETHERTYPE_IPV4);
 	t->want[ip] = 0x45;		/* version 4, no options */
 	t->want[ip + 9] = IPPROTO_UDP_;
-	memcpy(t->want + ip + 12, peer + 12, 4);
+	if (peer != NULL)
+		memcpy(t->want + ip + 12, peer + 12, 4);
 	memcpy(t->want + ip + 16, local + 12, 4);
 	put_be16(t->want + udp + 2, DROCE_ROCE_UDP_PORT);
 	t->want[bth] = transport;
@@ -106,7 +109,9 @@ droce_wire_rx_tmpl_init(struct droce_rx_tmpl *t, const uint8_t mac[6],
 	t->mask[ip + 6] = 0x3f;			/* MF, fragment offset */
 	t->mask[ip + 7] = 0xff;
 	t->mask[ip + 9] = 0xff;
-	memset(t->mask + ip + 12, 0xff, 8);	/* the addresses */
+	/* the addresses: UD's frames come from anyone */
+	memset(t->mask + ip + (peer != NULL ? 12 : 16), 0xff,
+		peer != NULL ? 8 : 4);
 	memset(t->mask + udp + 2, 0xff, 2);
 	t->mask[bth] = DROCE_TRANSPORT_MASK;
 	t->mask[bth + 1] = 0x0f;		/* TVer */

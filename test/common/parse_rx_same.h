@@ -75,8 +75,8 @@ parse_rx_same(const uint8_t *b, uint32_t len, const struct droce_parse_opts *o)
 
 /*
  * The receive template of the QP frame t (len bytes) is for, from its
- * peer; tp gets t's parse. 0, or -1 where there is none (t is not a
- * whole RC or UC frame over IPv4 without VLAN).
+ * peer (UD: from anyone); tp gets t's parse. 0, or -1 where there is
+ * none (t is not a whole RC, UC or UD frame over IPv4 without VLAN).
  */
 static inline int
 rx_tmpl_of(const uint8_t *t, uint32_t len, struct droce_rx_tmpl *tm,
@@ -87,8 +87,9 @@ rx_tmpl_of(const uint8_t *t, uint32_t len, struct droce_rx_tmpl *tm,
 	if (droce_wire_parse(t, len, NULL, tp) != 0 || tp->has_vlan)
 		return -1;
 	tr = tp->opcode & DROCE_TRANSPORT_MASK;
-	return droce_wire_rx_tmpl_init(tm, tp->dst_mac, tp->dgid, tp->sgid,
-		tp->dqpn, tr) == 0 ? 0 : -1;
+	return droce_wire_rx_tmpl_init(tm, tp->dst_mac, tp->dgid,
+		tr == DROCE_TRANSPORT_UD ? NULL : tp->sgid, tp->dqpn, tr) == 0 ?
+		0 : -1;
 }
 
 /*
@@ -123,7 +124,8 @@ parse_rx_fast_same(const uint8_t *b, uint32_t len, const uint8_t *t,
 		"fast receive fills other fields");
 	CHECK(memcmp(full.dst_mac, tp.dst_mac, 6) == 0 &&
 		memcmp(full.dgid, tp.dgid, 16) == 0 &&
-		memcmp(full.sgid, tp.sgid, 16) == 0 && !full.has_vlan &&
+		((tp.opcode & DROCE_TRANSPORT_MASK) == DROCE_TRANSPORT_UD ||
+		memcmp(full.sgid, tp.sgid, 16) == 0) && !full.has_vlan &&
 		full.pkey == 0xffff && full.dqpn == tp.dqpn &&
 		(full.opcode & DROCE_TRANSPORT_MASK) ==
 		(tp.opcode & DROCE_TRANSPORT_MASK),

@@ -72,15 +72,17 @@ main(int argc, char **argv)
 			if (rc)
 				continue;
 			parse_rx_same(fr[i].data, fr[i].len, NULL);
-			/* every whole RC or UC frame over IPv4 takes the
-			 * fast receive of its QP (but a FLUSH with rxe's
+			/* every whole RC, UC or UD frame over IPv4 takes
+			 * the fast receive of its QP (but a FLUSH with rxe's
 			 * ICRC: the full one marks it) */
 			fast += parse_rx_fast_same(fr[i].data, fr[i].len,
 				fr[i].data, fr[i].len);
 			if (pkt.ip_ver == 4 && !pkt.has_vlan &&
 					!pkt.icrc_rxe_flush &&
-					(pkt.opcode & DROCE_TRANSPORT_MASK) <=
-					DROCE_TRANSPORT_UC)
+					((pkt.opcode & DROCE_TRANSPORT_MASK) <=
+					DROCE_TRANSPORT_UC ||
+					(pkt.opcode & DROCE_TRANSPORT_MASK) ==
+					DROCE_TRANSPORT_UD))
 				want_fast++;
 			per_op[pkt.opcode]++;
 			blen = droce_wire_build(&pkt, buf, sizeof(buf));

@@ -100,6 +100,23 @@ sweep(void)
 	CHECK_EQ(took, 3u, "fast receive of the pristine frame");
 }
 
+/* A UD QP's template takes its frames from any source address (RC's
+ * take only their peer's: sweep's flips of those bytes). */
+static void
+ud_from_anyone(void)
+{
+	uint8_t m[sizeof(f)];
+
+	memcpy(m, f, flen);
+	m[26] ^= 0x40;		/* the IPv4 source address */
+	m[29] ^= 0x07;
+	frame_fix_ipv4_csum(m);
+	frame_fix_icrc(m, flen);
+	CHECK_EQ(parse(m, flen, NULL), 0, "UD frame from elsewhere");
+	CHECK_EQ(parse_rx_fast_same(m, flen, f, flen), 1,
+		"UD template takes a frame from elsewhere");
+}
+
 #define MUT(expect, what, stmt) do { \
 	uint8_t m[sizeof(f)]; \
 	memcpy(m, f, flen); \
@@ -285,6 +302,14 @@ main(int argc, char **argv)
 	CHECK_EQ(parse(f, flen, NULL), 0, "pristine SEND_FIRST");
 	sweep();
 	send_first_defects();
+
+	/* a UD SEND_ONLY: a CM MAD to QP1 (rping's connection) */
+	if (load(dir, "rxe-rping.pcap", DROCE_OP_UD_SEND_ONLY,
+			"UD SEND_ONLY") != 0)
+		return 1;
+	CHECK_EQ(parse(f, flen, NULL), 0, "pristine UD SEND_ONLY");
+	sweep();
+	ud_from_anyone();
 
 	return check_report("test_wire_neg");
 }
