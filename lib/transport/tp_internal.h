@@ -287,6 +287,16 @@ tp_req_small_qp(const struct droce_qp *qp)
  * the call's budget allow: how many went; *failed set: the WQE at sq.cur
  * could not be sent (local protection), for the caller to complete so. */
 int tp_req_small(struct droce_qp *qp, int *failed);
+/* The same for a UD QP (its SENDs are one packet each). */
+static inline int
+tp_req_small_ud_qp(const struct droce_qp *qp)
+{
+	return qp->type == IBV_QPT_UD && qp->state == IBV_QPS_RTS &&
+		!qp->cc.limited;
+}
+/* ... its SENDs at sq.cur while the call's budget allows, each completed
+ * once sent (the caller retires them); as tp_req_small otherwise. */
+int tp_req_small_ud(struct droce_qp *qp, int *failed);
 /* An atomic's AtomicETH: CMP_AND_SWP carries swap and compare, FETCH_ADD
  * the addend. */
 static inline void

@@ -432,6 +432,14 @@ tp_req_progress(struct droce_qp *qp)
 			local_fail(qp, tp_sq_wqe(qp, qp->sq.cur));
 			return sent;
 		}
+	} else if (qp->sq.cur != qp->sq.head && tp_req_small_ud_qp(qp)) {
+		int failed = 0;
+
+		sent += tp_req_small_ud(qp, &failed);
+		if (failed) {
+			local_fail(qp, tp_sq_wqe(qp, qp->sq.cur));
+			return sent;
+		}
 	}
 	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue) &&
 			!tp_cc_wait(qp)) {

@@ -5,11 +5,12 @@
 /*
  * The requester's common case: a one-packet RC SEND or WRITE (one SGE or
  * inline data), a READ or an atomic, on a QP with nothing to ask again,
- * no pacing, no delay window and no selective repeat. send_one and tx_req
- * (tp_req.c) do the same for them through every case a request can be;
- * this path knows which it is, and takes the same window, credit and key
- * checks. Whether the QP qualifies is known once per call, the WQE once
- * per WQE; anything else stops it and the general path goes on.
+ * no pacing, no delay window and no selective repeat; and a UD SEND.
+ * send_one and tx_req (tp_req.c) do the same for them through every case a
+ * request can be; this path knows which it is, and takes the same window,
+ * credit and key checks. Whether the QP qualifies is known once per call,
+ * the WQE once per WQE; anything else stops it and the general path goes
+ * on.
  */
 
 #include <string.h>
@@ -157,6 +158,87 @@ tp_req_small(struct droce_qp *qp, int *failed)
 			break;
 		rc = (w->wr_flags & TP_WRF_PAYLOAD) ?
 			send_small(qp, w) : send_small_rd(qp, w);
+		if (rc == 0)
+			break;
+		if (rc < 0) {
+			*failed = 1;
+			break;
+		}
+		sent++;
+	}
+	return sent;
+}
+
+/* A UD SEND the small path takes: one packet whose payload is copied. */
+static inline int
+small_wqe_ud(const struct droce_qp *qp, const struct tp_swqe *w)
+{
+	return w->state == TP_WQE_POSTED && qp->cur_off == 0 &&
+		(w->wr_flags & (TP_WRF_PAYLOAD | TP_WRF_LOCAL)) ==
+		TP_WRF_PAYLOAD && w->length <= qp->mtu &&
+		(w->inline_data != NULL || (w->num_sge <= 1 &&
+		!tp_tx_zc_wanted(qp->queue, qp->tmpl.ip_ver,
+		(uint32_t)w->length)));
+}
+
+/* A UD SEND to its WR's address (the QP's header template made for it):
+ * 1 sent and completed, 0 no buffer, -1 a local protection error. */
+static int
+send_small_ud(struct droce_qp *qp, struct tp_swqe *w)
+{
+	uint32_t plen = (uint32_t)w->length;
+	struct droce_txbuf *b;
+	struct droce_pkt p;
+	uint8_t *buf;
+	int hlen;
+
+	buf = tp_tx_get(qp->queue, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
+	if (buf == NULL)
+		return 0;
+	tp_ud_template(qp, &w->av);
+	p.opcode = (uint8_t)(tp_wr_opcode_info[w->opcode].pkt[TP_SEG_ONLY] +
+		DROCE_TRANSPORT_UD);
+	p.se = (w->flags & IBV_SEND_SOLICITED) && (w->wr_flags & TP_WRF_RWR);
+	p.ackreq = 0;
+	p.dqpn = w->remote_qpn;
+	p.psn = qp->psn;
+	/* IBTA C10-15: a controlled Q_Key takes the QP's */
+	p.deth_qkey = (w->remote_qkey & 0x80000000u) ? qp->qkey :
+		w->remote_qkey;
+	p.deth_sqpn = qp->qpn;
+	p.imm_data = w->imm_or_inv;
+	p.payload_len = plen;
+	hlen = tp_build_hdr(qp, &p, buf);
+	if (hlen < 0)
+		return -1;
+	if (plen && w->inline_data != NULL)
+		memcpy(buf + hlen, w->inline_data, plen);
+	else if (plen && tp_sge_copy_out(qp->dev, qp->pd, w->sge, w->num_sge,
+			0, buf + hlen, plen) != 0)
+		return -1;
+	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
+	w->first_psn = qp->psn;
+	w->npsn = 1;
+	w->state = TP_WQE_SENT;
+	qp->psn = droce_psn_add(qp->psn, 1);
+	if (droce_psn_diff(qp->psn, qp->psn_hw) > 0)
+		qp->psn_hw = qp->psn;
+	qp->sq.cur++;
+	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
+	return 1;
+}
+
+int
+tp_req_small_ud(struct droce_qp *qp, int *failed)
+{
+	int sent = 0, rc;
+
+	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue)) {
+		struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.cur);
+
+		if (!small_wqe_ud(qp, w))
+			break;
+		rc = send_small_ud(qp, w);
 		if (rc == 0)
 			break;
 		if (rc < 0) {

@@ -11,7 +11,8 @@
  * another made in its place. Receives: one SGE that holds the GRH and the
  * payload, the same over three SGEs, one too short (LOC_LEN_ERR). Posts
  * the fast way takes (one SGE, two inline) and the ones it leaves to the
- * general checks (FENCE, no AH, over the MTU, not a SEND).
+ * general checks (FENCE, no AH, over the MTU, not a SEND); a SEND under
+ * an lkey that names nothing (LOC_PROT_ERR, nothing sent).
  */
 
 #include "tp_util.h"
@@ -159,6 +160,7 @@ test_receive_shapes(struct pair *p)
 	CHECK_EQ(pair_wait(p, 1, &wc, 100000000), 0, "short receive");
 	CHECK(wc.wr_id == 301 && wc.status == IBV_WC_LOC_LEN_ERR,
 		"one byte short: status %d", wc.status);
+	CHECK_EQ(pair_wait(p, 0, &wc, 100000000), 0, "send");
 	droce_ah_destroy(ah);
 }
 
@@ -211,6 +213,27 @@ test_post_shapes(struct pair *p)
 	droce_ah_destroy(ah);
 }
 
+/* A SEND whose lkey names nothing: LOC_PROT_ERR, nothing sent. Last:
+ * the QP errors. */
+static void
+test_bad_lkey(struct pair *p)
+{
+	struct droce_ah *ah = ah_with(0, 64);
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge s = sge_of(&p->b[0], 0, LEN);
+	struct ibv_wc wc;
+	uint64_t sent = L.cnt[0].sent;
+
+	s.lkey ^= 0x5a5a00;
+	ud_wr(&wr, &s, ah, droce_qp_num(p->qp[1]), 500);
+	CHECK_EQ(droce_qp_post_send(p->qp[0], &wr, &bad), 0, "post");
+	CHECK_EQ(pair_wait(p, 0, &wc, 100000000), 0, "send completion");
+	CHECK(wc.wr_id == 500 && wc.status == IBV_WC_LOC_PROT_ERR,
+		"bad lkey: status %d", wc.status);
+	CHECK_EQ(L.cnt[0].sent, sent, "nothing sent");
+	droce_ah_destroy(ah);
+}
+
 int
 main(void)
 {
@@ -228,6 +251,7 @@ main(void)
 	test_ah_replaced(&p);
 	test_post_shapes(&p);
 	test_receive_shapes(&p);
+	test_bad_lkey(&p);
 	pair_destroy(&p);
 	fl_fini(&L);
 	return check_report("test_tp_ud");
