@@ -62,6 +62,8 @@ build_ext(const struct droce_pkt *pkt, const struct droce_opcode_info *oi,
 		put_be32(h, pkt->deth_qkey);
 		h[4] = 0;
 		put_be24(h + 5, pkt->deth_sqpn);
+		if (oi->hdrs == DROCE_HDR_DETH)	/* UD's SEND */
+			return;
 	}
 	if (oi->hdrs & DROCE_HDR_XRCETH) {
 		h = bth + oi->off_xrceth;

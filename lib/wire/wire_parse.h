@@ -61,6 +61,8 @@ parse_ext(const uint8_t *bth, const struct droce_opcode_info *oi,
 		h = bth + oi->off_deth;
 		pkt->deth_qkey = get_be32(h);
 		pkt->deth_sqpn = get_be24_after(h + 5);
+		if (oi->hdrs == DROCE_HDR_DETH)	/* UD's SEND */
+			return;
 	}
 	if (oi->hdrs & DROCE_HDR_XRCETH)
 		pkt->xrceth_srqn = get_be24_after(bth + oi->off_xrceth + 1);
