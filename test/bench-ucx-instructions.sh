@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 #
 # bench-ucx-instructions.sh [DROCE-RUN] [N1 N2]: instructions per message
-# of Debian's ucx_perftest over droce (rc_verbs with ud_verbs for the wire-up only, as bench-ucx.sh; two processes over
+# of Debian's ucx_perftest over droce (rc_verbs with ud_verbs for the
+# wire-up only, as bench-ucx.sh, and tag_bw over ud_verbs alone; two processes over
 # net_memif, test/verbs/ucx-pair.sh), the client under callgrind and the
 # server native, split into droce's part (the drop-in with the transport
 # and DPDK), UCX's own (libucp, libuct, libucs, ucx_perftest) and the
@@ -52,14 +53,14 @@ split() {
 			END { printf "%.0f %.0f %.0f\n", d, u, r }'
 }
 
-# ucx TEST SIZE N: droce UCX other, for N messages
+# ucx TLS TEST SIZE N: droce UCX other, for N messages
 ucx() {
 	rm -f "$out/cg"*
 	PATH=$out/bin:$PATH DROCE_NO_HUGE=1 VP_TIMEOUT=900 \
 		UCX_IB_REG_METHODS=rcache,direct \
-		"$top/test/verbs/ucx-pair.sh" "$run" rc_verbs,ud_verbs:aux "$1" \
-		-s "$2" \
-		-n "$3" > "$out/log" 2>&1 || { echo "0 0 0"; return; }
+		"$top/test/verbs/ucx-pair.sh" "$run" "$1" "$2" \
+		-s "$3" \
+		-n "$4" > "$out/log" 2>&1 || { echo "0 0 0"; return; }
 	split "$out/cg-01"
 }
 
@@ -77,12 +78,16 @@ perf_client() {
 
 printf '%-26s %8s %8s %8s %8s %12s\n' "client, per message" droce UCX other \
 	total droce-perf
-for c in "tag_lat 8 send 8 --lat" "tag_bw 64 send 64"; do
+# UD moves each message as a UD SEND (UCX's own acknowledgements back)
+for c in "rc_verbs,ud_verbs:aux tag_lat 8 send 8 --lat" \
+		"rc_verbs,ud_verbs:aux tag_bw 64 send 64" \
+		"ud_verbs tag_bw 64 send 64"; do
 	set -- $c
-	t=$1 s=$2 pop=$3 psz=$4; shift 4
-	read -r d1 u1 r1 <<< "$(ucx "$t" "$s" "$n1")"
-	read -r d2 u2 r2 <<< "$(ucx "$t" "$s" "$n2")"
+	tls=$1 t=$2 s=$3 pop=$4 psz=$5; shift 5
+	read -r d1 u1 r1 <<< "$(ucx "$tls" "$t" "$s" "$n1")"
+	read -r d2 u2 r2 <<< "$(ucx "$tls" "$t" "$s" "$n2")"
 	p=$(perf_client "$pop" "$psz" "$n2" "$@")
+	[ "$tls" = ud_verbs ] && t="$t (UD)"
 	awk -v t="$t $s B" -v n=$((n2 - n1)) -v d=$((d2 - d1)) \
 		-v u=$((u2 - u1)) -v r=$((r2 - r1)) -v p="${p:-0}" -v pn="$n2" \
 		'BEGIN { printf "%-26s %8.0f %8.0f %8.0f %8.0f %12.0f\n", t,

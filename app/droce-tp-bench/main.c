@@ -39,7 +39,8 @@ struct end {
 	struct droce_pd *pd;
 	struct droce_cq *cq;
 	struct droce_qp *qp;
-	struct droce_qp *ud;	/* UD_SEND's */
+	struct droce_av av;	/* to the other end */
+	struct droce_qp *ud;	/* UD_SEND's, made when it runs */
 	struct droce_ah *ah;	/* to the other end's GID (UD_SEND) */
 	struct droce_mr *mr;
 	uint8_t *mem;
@@ -158,12 +159,24 @@ responder_poll(struct ibv_wc *wc)
 	return droce_cq_poll(E[1].cq, wc, 64);
 }
 
-/* e's UD QP to RTS, and an AH to the other end's GID. */
+/*
+ * e's UD QP, in RTS, and an AH to the other end's GID: made only for the
+ * UD case (each progress pass visits every QP of the queue, and an idle
+ * one there would count in the RC cases).
+ */
 static void
-setup_ud(struct end *e, const struct droce_av *av)
+setup_ud(struct end *e)
 {
+	struct ibv_qp_init_attr ia;
 	struct ibv_qp_attr at;
 
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = IBV_QPT_UD;
+	ia.cap.max_send_wr = DEPTH;
+	ia.cap.max_recv_wr = DEPTH;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	e->ud = droce_qp_create(e->pd, &ia, e->cq, e->cq, NULL);
 	memset(&at, 0, sizeof(at));
 	at.qp_state = IBV_QPS_INIT;
 	at.port_num = 1;
@@ -175,7 +188,7 @@ setup_ud(struct end *e, const struct droce_av *av)
 	at.qp_state = IBV_QPS_RTS;
 	at.sq_psn = 0;
 	droce_qp_modify(e->ud, &at, IBV_QP_STATE | IBV_QP_SQ_PSN, NULL);
-	e->ah = droce_ah_create(e->pd, av);
+	e->ah = droce_ah_create(e->pd, &e->av);
 }
 
 static void
@@ -218,8 +231,6 @@ setup(size_t memsz)
 		ia.cap.max_send_sge = 1;
 		ia.cap.max_recv_sge = 1;
 		e->qp = droce_qp_create(e->pd, &ia, e->cq, e->cq, NULL);
-		ia.qp_type = IBV_QPT_UD;
-		e->ud = droce_qp_create(e->pd, &ia, e->cq, e->cq, NULL);
 		e->mem = aligned_alloc(4096, memsz);
 		memset(e->mem, 1, memsz);
 		e->mr = droce_mr_reg(e->pd, e->mem, memsz,
@@ -261,7 +272,7 @@ setup(size_t memsz)
 		droce_qp_modify(e->qp, &at, IBV_QP_STATE | IBV_QP_SQ_PSN |
 			IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
 			IBV_QP_MAX_QP_RD_ATOMIC, NULL);
-		setup_ud(e, &av);
+		e->av = av;
 	}
 }
 
@@ -273,8 +284,7 @@ setup(size_t memsz)
 static __attribute__((noinline)) double
 run(enum ibv_wr_opcode op, uint32_t size, int ud, double secs, double *best)
 {
-	struct droce_qp *sq = ud ? E[0].ud : E[0].qp;
-	struct droce_qp *rq = ud ? E[1].ud : E[1].qp;
+	struct droce_qp *sq, *rq;
 	struct ibv_sge sge = { .addr = (uint64_t)(uintptr_t)E[0].mem,
 		.length = size, .lkey = droce_mr_lkey(E[0].mr) };
 	struct ibv_send_wr wr, *bad;
@@ -283,6 +293,12 @@ run(enum ibv_wr_opcode op, uint32_t size, int ud, double secs, double *best)
 	uint64_t counted = 0, win_t = t0, win_done = 0;
 	int n, i;
 
+	if (ud && E[0].ud == NULL) {
+		setup_ud(&E[0]);
+		setup_ud(&E[1]);
+	}
+	sq = ud ? E[0].ud : E[0].qp;
+	rq = ud ? E[1].ud : E[1].qp;
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = op;
 	wr.sg_list = &sge;
