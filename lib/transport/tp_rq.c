@@ -57,7 +57,9 @@ tp_rq_post(struct tp_rq *rq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr
 		w = &rq->wqe[rq->head & (rq->size - 1)];
 		w->wr_id = wr->wr_id;
 		w->num_sge = (uint32_t)wr->num_sge;
-		if (wr->num_sge)
+		if (wr->num_sge == 1)
+			w->sge[0] = wr->sg_list[0];	/* the common case */
+		else if (wr->num_sge)
 			memcpy(w->sge, wr->sg_list, sizeof(*w->sge) * wr->num_sge);
 		rq->head++;
 	}
