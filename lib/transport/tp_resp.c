@@ -41,10 +41,12 @@ queue_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	qp->ack_is_nak = is_nak;
 }
 
-static void
-rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
-		enum ibv_wc_opcode op, uint32_t len, const struct droce_pkt *pkt,
-		uint32_t src_qp, unsigned int flags)
+/* A receive's completion. Inline where a message completes well (its
+ * status, opcode and most flags known there), called on the rest. */
+static inline __attribute__((always_inline)) void
+rx_complete_inline(struct droce_qp *qp, struct tp_rwqe *rw,
+		enum ibv_wc_status st, enum ibv_wc_opcode op, uint32_t len,
+		const struct droce_pkt *pkt, uint32_t src_qp, unsigned int flags)
 {
 	struct ibv_wc *wc = tp_cq_slot(qp->rcq);
 
@@ -70,6 +72,14 @@ rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
 	if (pkt != NULL && (flags & IBV_WC_WITH_INV))
 		wc->invalidated_rkey = pkt->ieth_rkey;
 	tp_cq_commit(qp->rcq, pkt != NULL && pkt->se);
+}
+
+static void
+rx_complete(struct droce_qp *qp, struct tp_rwqe *rw, enum ibv_wc_status st,
+		enum ibv_wc_opcode op, uint32_t len, const struct droce_pkt *pkt,
+		uint32_t src_qp, unsigned int flags)
+{
+	rx_complete_inline(qp, rw, st, op, len, pkt, src_qp, flags);
 }
 
 /*
@@ -245,7 +255,7 @@ ud_rx(struct droce_qp *qp, const struct droce_pkt *pkt, const uint8_t *frame)
 		tp_sge_copy_in(qp->dev, qp->pd, rw.sge, rw.num_sge,
 			DROCE_GRH_LEN, pkt->payload, pkt->payload_len);
 done:
-	rx_complete(qp, &rw, IBV_WC_SUCCESS, IBV_WC_RECV,
+	rx_complete_inline(qp, &rw, IBV_WC_SUCCESS, IBV_WC_RECV,
 		DROCE_GRH_LEN + pkt->payload_len, pkt, pkt->deth_sqpn, flags);
 }
 
@@ -316,7 +326,7 @@ exec_send(struct droce_qp *qp, const struct droce_pkt *pkt, unsigned int f)
 	}
 	qp->rx_have_wqe = 0;
 	qp->rx_msg = TP_RX_NONE;
-	rx_complete(qp, &qp->rx_wqe, IBV_WC_SUCCESS, IBV_WC_RECV,
+	rx_complete_inline(qp, &qp->rx_wqe, IBV_WC_SUCCESS, IBV_WC_RECV,
 		(uint32_t)qp->rx_off, pkt, 0, flags);
 	qp->msn = droce_psn_add(qp->msn, 1);
 	return 0;
