@@ -181,8 +181,9 @@ small_wqe_ud(const struct droce_qp *qp, const struct tp_swqe *w)
 		(uint32_t)w->length)));
 }
 
-/* A UD SEND to its WR's address (the QP's header template made for it):
- * 1 sent and completed, 0 no buffer, -1 a local protection error. */
+/* A UD SEND to its WR's address (the QP's header template made for it
+ * already): 1 sent and completed, 0 no buffer, -1 a local protection
+ * error. */
 static int
 send_small_ud(struct droce_qp *qp, struct tp_swqe *w)
 {
@@ -195,7 +196,6 @@ send_small_ud(struct droce_qp *qp, struct tp_swqe *w)
 	buf = tp_tx_get(qp->queue, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
 	if (buf == NULL)
 		return 0;
-	tp_ud_template(qp, &w->av);
 	p.opcode = (uint8_t)(tp_wr_opcode_info[w->opcode].pkt[TP_SEG_ONLY] +
 		DROCE_TRANSPORT_UD);
 	p.se = (w->flags & IBV_SEND_SOLICITED) && (w->wr_flags & TP_WRF_RWR);
@@ -236,6 +236,10 @@ tp_req_small_ud(struct droce_qp *qp, int *failed)
 	while (qp->sq.cur != qp->sq.head && tp_tx_room(qp->queue)) {
 		struct tp_swqe *w = tp_sq_wqe(qp, qp->sq.cur);
 
+		/* the template first: whether the frame may go by reference
+		 * depends on its IP version */
+		if (w->state == TP_WQE_POSTED)
+			tp_ud_template(qp, &w->av);
 		if (!small_wqe_ud(qp, w))
 			break;
 		rc = send_small_ud(qp, w);
