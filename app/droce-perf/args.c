@@ -9,10 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "droce_wire.h"
 #include "perf_internal.h"
 
 const char *const op_names[OP_NB] = {
 	"write", "write_imm", "send", "read", "fetch_add", "cmp_swap",
+	"ud_send",
 };
 
 struct perf_opt opt = {
@@ -44,7 +46,11 @@ usage(FILE *f)
 "  --ip A.B.C.D        this side's address\n"
 "  --peer-ip A.B.C.D   the server (client side)\n"
 "  --port N            TCP side channel port on loopback (18515)\n"
-"  --op OP[,OP..]      write write_imm send read fetch_add cmp_swap all\n"
+"  --op OP[,OP..]      write write_imm send read fetch_add cmp_swap\n"
+"                      ud_send (UD SENDs of at most the path MTU; UD\n"
+"                      drops what finds no receive: the output says how\n"
+"                      many arrived, --verify wants all), or all (every\n"
+"                      RC op, not ud_send)\n"
 "  --size N[,N..]      message sizes, at most 1 MB; --sweep: 64..65536\n"
 "  --iters N           messages per test (10000)\n"
 "  --qps N             queue pairs (1)    --queues N  DPDK queues (1)\n"
@@ -100,25 +106,61 @@ faults_on(void)
 		opt.fault.delay_ppm;
 }
 
-/* --op: a list of the names above, or all */
-static void
+/* --op: a list of the names above, or all (the RC ops), added to an
+ * earlier --op's; the tests run in op_names' order whatever the list's. */
+static int
 parse_ops(const char *s)
 {
-	int i;
+	char buf[256], *t, *save = NULL;
+	int want[OP_NB] = { 0 }, i;
 
-	if (strcmp(s, "all") == 0) {
-		for (i = 0; i < OP_NB; i++)
-			opt.ops[opt.nops++] = i;
-		return;
+	for (i = 0; i < opt.nops; i++)
+		want[opt.ops[i]] = 1;
+	snprintf(buf, sizeof(buf), "%s", s);
+	for (t = strtok_r(buf, ",", &save); t != NULL;
+			t = strtok_r(NULL, ",", &save)) {
+		if (strcmp(t, "all") == 0) {
+			for (i = 0; i < OP_RC_NB; i++)
+				want[i] = 1;
+			continue;
+		}
+		/* whole names: "send" is inside "ud_send" */
+		for (i = 0; i < OP_NB && strcmp(t, op_names[i]) != 0; i++)
+			;
+		if (i == OP_NB) {
+			fprintf(stderr, "droce-perf: --op %s: no op named %s\n",
+				s, t);
+			return -1;
+		}
+		want[i] = 1;
 	}
+	opt.nops = 0;
 	for (i = 0; i < OP_NB; i++)
-		if (strstr(s, op_names[i]) && opt.nops < OP_NB)
+		if (want[i])
 			opt.ops[opt.nops++] = i;
-	/* "write" matches write_imm's name too: be exact */
-	if (strcmp(s, "write") == 0) {
-		opt.nops = 1;
-		opt.ops[0] = OP_WRITE;
-	}
+	return 0;
+}
+
+/*
+ * A UD message is one packet: ud_send's sizes must fit the path MTU
+ * (whose: where that MTU comes from, for the message). -1 if one does not.
+ */
+int
+ud_sizes_fit(uint32_t path_mtu, const char *whose)
+{
+	uint32_t s;
+
+	if (!op_asked(OP_UD_SEND))
+		return 0;
+	for (s = 0; s < opt.nsizes; s++)
+		if (opt.sizes[s] > path_mtu) {
+			fprintf(stderr, "droce-perf: --op ud_send --size %u: "
+				"a UD message is one packet, at most the path "
+				"MTU (%u bytes, %s)\n", opt.sizes[s],
+				path_mtu, whose);
+			return -1;
+		}
+	return 0;
 }
 
 /* One option from getopt_long; -1: stop (exit status 2). */
@@ -133,7 +175,10 @@ parse_opt(int c)
 	case 'i': opt.ip = optarg; break;
 	case 'P': opt.peer_ip = optarg; break;
 	case 'p': opt.port = atoi(optarg); break;
-	case 'o': parse_ops(optarg); break;
+	case 'o':
+		if (parse_ops(optarg) != 0)
+			return -1;
+		break;
 	case 's': parse_sizes(optarg); break;
 	case 'w': parse_sizes("64,256,1024,4096,16384,65536"); break;
 	case 'n': opt.iters = (uint32_t)strtoul(optarg, NULL, 0); break;
@@ -211,6 +256,8 @@ parse_opt(int c)
 static int
 check_args(void)
 {
+	uint32_t eth_mtu;
+	char whose[32];
 	int i;
 
 	if (opt.vdev == NULL || opt.ip == NULL ||
@@ -224,6 +271,11 @@ check_args(void)
 	}
 	if (opt.lat && opt.cores > 1) {
 		fprintf(stderr, "droce-perf: --lat runs on one core\n");
+		return -1;
+	}
+	if (opt.lat && op_asked(OP_UD_SEND)) {
+		fprintf(stderr, "droce-perf: --lat: ud_send completes when its "
+			"frame leaves, no round trip to time\n");
 		return -1;
 	}
 	/* a 5-bit field in the QP: refused here, not as an EINVAL from
@@ -249,7 +301,12 @@ check_args(void)
 				"%u bytes\n", opt.sizes[i], PERF_MAX_SIZE);
 			return -1;
 		}
-	return 0;
+	/* the port's default Ethernet MTU; the port may allow less still
+	 * (setup checks again) */
+	eth_mtu = opt.mtu ? opt.mtu : 1500;
+	snprintf(whose, sizeof(whose), "at --mtu %u", eth_mtu);
+	return ud_sizes_fit(droce_mtu_to_bytes(
+		droce_eth_mtu_to_path_mtu(eth_mtu)), whose);
 }
 
 int

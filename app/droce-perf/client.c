@@ -6,7 +6,8 @@
  * The client's tests: each worker keeps its QPs' windows full and counts
  * completions (client_job); a test asks the server to take part, runs,
  * has the server check what arrived, and is repeated beside its raw
- * baseline (run_test).
+ * baseline (run_test). ud_send posts to the UD QPs (ud.c) instead of the
+ * RC ones, through the same loop.
  */
 
 #include <arpa/inet.h>
@@ -25,6 +26,9 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The QPs the current test posts to: qp, or uqp for ud_send. */
+static struct droce_qp **run_qp = qp;
+
 /* The first error completion of a run: which QP, and what its transport
  * counted. */
 static void
@@ -34,13 +38,14 @@ qp_report(uint32_t i, const struct ibv_wc *wc)
 	uint32_t q = qp_queue(i);
 
 	droce_port_lock(port, q);
-	droce_qp_stats(qp[i], &st);
+	droce_qp_stats(run_qp[i], &st);
 	droce_port_unlock(port, q);
 	fprintf(stderr, "completion: %s (QP %u, QPN 0x%x, queue %u, WR %" PRIu64
 		"): rx %" PRIu64 " retransmits %" PRIu64 " timeouts %" PRIu64
 		" rewinds %" PRIu64 " seq-NAK rx %" PRIu64 " tx %" PRIu64
 		" dup rx %" PRIu64 " out-of-seq rx %" PRIu64 " acks rx %" PRIu64
-		"\n", droce_wc_status_str(wc->status), i, droce_qp_num(qp[i]), q,
+		"\n", droce_wc_status_str(wc->status), i,
+		droce_qp_num(run_qp[i]), q,
 		(uint64_t)(wc->wr_id & ((1ull << WR_ID_QP_SHIFT) - 1)),
 		st.rx_pkts, st.retransmits, st.timeouts, st.rewinds,
 		st.nak_seq_rx, st.nak_seq_tx, st.dup_rx, st.out_of_seq_rx,
@@ -63,7 +68,8 @@ fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
 	wr->num_sge = 1;
 	wr->send_flags = IBV_SEND_SIGNALED;
 	if (opt.inline_data && size <= 256 &&
-			(op == OP_WRITE || op == OP_WRITE_IMM || op == OP_SEND))
+			(op == OP_WRITE || op == OP_WRITE_IMM || op == OP_SEND ||
+			op == OP_UD_SEND))
 		wr->send_flags |= IBV_SEND_INLINE;
 	switch (op) {
 	case OP_WRITE:
@@ -75,6 +81,12 @@ fill_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, int op, uint32_t size,
 		break;
 	case OP_SEND:
 		wr->opcode = IBV_WR_SEND;
+		break;
+	case OP_UD_SEND:
+		wr->opcode = IBV_WR_SEND;
+		wr->wr.ud.ah = ud_ah;
+		wr->wr.ud.remote_qpn = peer.ud_qpn[i];
+		wr->wr.ud.remote_qkey = peer.ud_qkey;
 		break;
 	case OP_READ:
 		wr->opcode = IBV_WR_RDMA_READ;
@@ -242,6 +254,7 @@ client_job(struct worker *w)
 	uint32_t j, q, depth = opt.lat ? 1 : opt.depth;
 	uint32_t pl = opt.post_list < 64 ? opt.post_list : 64;
 	uint32_t sig_count[PERF_MAX_QP] = { 0 };
+	struct droce_qp **qps = run_qp;
 	struct ibv_send_wr *wrs_all;
 	struct ibv_sge *sges_all;
 	int k, rc = 0;
@@ -281,7 +294,7 @@ client_job(struct worker *w)
 			if (opt.lat)
 				t_post = droce_now_ns();
 			droce_port_lock(port, q);
-			k = droce_qp_post_send(qp[i], wrs, &bad_wr);
+			k = droce_qp_post_send(qps[i], wrs, &bad_wr);
 			droce_port_unlock(port, q);
 			if (k) {
 				fprintf(stderr, "post_send: %s\n", strerror(k));
@@ -327,6 +340,11 @@ run_client(int op, uint32_t size, struct result *r)
 	workers[0].lat = lat;
 	for (i = 0; i < opt.nqp; i++)
 		pattern(mem + SLOT(i), size, c.seed + i);
+	if (op == OP_UD_SEND && ud_ah == NULL && ud_client_start() != 0) {
+		free(lat);
+		return -1;
+	}
+	run_qp = op == OP_UD_SEND ? uqp : qp;
 	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c))) {
 		free(lat);
 		return -1;
@@ -366,6 +384,10 @@ run_client(int op, uint32_t size, struct result *r)
 	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return -1;
 	r->ok = !bad && c.value == 1;
+	/* UD drops what finds no receive: --verify wants every message */
+	r->received = c.received;
+	if (op == OP_UD_SEND && opt.verify && c.received != total)
+		r->ok = 0;
 	if (op == OP_READ && opt.verify)
 		for (i = 0; i < opt.nqp; i++)
 			if (!pattern_ok(mem + SLOT(i), size, c.seed + 1000 + i))

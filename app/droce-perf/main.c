@@ -14,7 +14,8 @@
  *
  * args.c: options; setup.c: port, QPs, memory, the side channel's
  * exchange; worker.c: worker lcores; client.c: the tests; raw.c: the raw
- * PMD baseline; server.c: the server; report.c: results and counters.
+ * PMD baseline; server.c: the server; ud.c: ud_send's UD QPs; report.c:
+ * results and counters.
  */
 
 #include <stdio.h>

@@ -48,6 +48,19 @@ extern const char *const op_names[OP_NB];
 
 int parse_args(int argc, char **argv);
 int faults_on(void);
+int ud_sizes_fit(uint32_t path_mtu, const char *whose);
+
+/* 1 if --op names op */
+static inline int
+op_asked(int op)
+{
+	int i;
+
+	for (i = 0; i < opt.nops; i++)
+		if (opt.ops[i] == op)
+			return 1;
+	return 0;
+}
 
 /* ---- this side's port, QPs and memory (setup.c) ---- */
 
@@ -61,6 +74,7 @@ extern struct droce_mr *mr;
 extern struct perf_info me, peer;
 extern int sc;
 extern uint32_t mtu_bytes;
+extern struct droce_av peer_av;		/* the RC QPs' and the UD AH's */
 
 /* Each QP's slot of the MR: a message of up to PERF_MAX_SIZE bytes, and
  * an atomic's result in its last 8 bytes. */
@@ -126,6 +140,23 @@ progress_worker(struct worker *w)
 		droce_port_progress(port, w->q[j]);
 }
 
+static inline void
+count_add(uint64_t *c, uint64_t n)
+{
+	/* one writer; the main lcore reads the sum */
+	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
+}
+
+/* ---- UD QPs for ud_send (ud.c) ---- */
+
+extern struct droce_qp *uqp[PERF_MAX_QP];
+extern struct ibv_ah *ud_ah;		/* the client's, to the server */
+
+int ud_client_start(void);
+int ud_server_start(void);
+void ud_server_test(const struct perf_cmd *c);
+void ud_server_poll(struct worker *w);
+
 /* ---- a test's figures (client.c, raw.c, report.c) ---- */
 
 struct result {
@@ -136,6 +167,7 @@ struct result {
 	double lat_avg, lat_p50, lat_p99;
 	double raw_fps, raw_gbps, ratio, raw_lat_p50;
 	double ratio_min, ratio_max;	/* over --repeat runs */
+	uint64_t received;		/* ud_send: messages that arrived */
 	int ok;
 };
 

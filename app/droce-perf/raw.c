@@ -18,13 +18,19 @@
 
 #include "perf_internal.h"
 
-/* Frame size on the wire for one packet of a message of `size` bytes. */
+/*
+ * Frame size on the wire for one packet of a message of `size` bytes:
+ * Ethernet, IPv4, UDP, BTH, a RETH (16 bytes, as a WRITE's first packet:
+ * every RC op is measured with one) or ud_send's DETH (8), the payload
+ * padded to 4 bytes, the ICRC.
+ */
 static uint32_t
-frame_size(uint32_t size)
+frame_size(int op, uint32_t size)
 {
 	uint32_t pl = size > mtu_bytes ? mtu_bytes : size;
+	uint32_t ext = op == OP_UD_SEND ? 8 : 16;
 
-	return 14 + 20 + 8 + 12 + 16 + pl + ((0u - pl) & 3) + 4;
+	return 14 + 20 + 8 + 12 + ext + pl + ((0u - pl) & 3) + 4;
 }
 
 /* Packets of a message of `size` bytes (one for an empty one). */
@@ -109,12 +115,12 @@ raw_tx_job(struct worker *w)
 }
 
 static double
-raw_client(uint32_t size, double secs, uint64_t *sent_out)
+raw_client(int op, uint32_t size, double secs, uint64_t *sent_out)
 {
 	uint64_t sent = 0, t0;
 	uint32_t i;
 
-	raw_frame_len = frame_size(size);
+	raw_frame_len = frame_size(op, size);
 	t0 = droce_now_ns();
 	raw_deadline = t0 + (uint64_t)(secs * 1e9);
 	run_workers(raw_tx_job);
@@ -132,7 +138,8 @@ raw_client(uint32_t size, double secs, uint64_t *sent_out)
  * is the mirror image (one request out, its responses back).
  */
 static double
-raw_rtt_client(uint16_t qid, uint32_t size, uint32_t iters, uint64_t max_ns)
+raw_rtt_client(uint16_t qid, int op, uint32_t size, uint32_t iters,
+		uint64_t max_ns)
 {
 	struct rte_mbuf *m[32], *in[32];
 	struct rte_mempool *mp = raw_pool(&workers[0]);
@@ -162,9 +169,9 @@ raw_rtt_client(uint16_t qid, uint32_t size, uint32_t iters, uint64_t max_ns)
 			for (k = 0; k < burst; k++) {
 				uint32_t last = left - k == 1;
 
-				raw_frame_fill(m[k], frame_size(last ? size -
-					(nfr - 1) * mtu_bytes : mtu_bytes),
-					last ? RAW_ECHO_ME : 0);
+				raw_frame_fill(m[k], frame_size(op, last ?
+					size - (nfr - 1) * mtu_bytes :
+					mtu_bytes), last ? RAW_ECHO_ME : 0);
 			}
 			/* a full ring is retried, not dropped: every frame of
 			 * the message must go */
@@ -265,7 +272,8 @@ run_raw(struct result *r)
 		return;
 	usleep(1000);
 	if (opt.lat) {
-		r->raw_lat_p50 = raw_rtt_client(0, r->size, 2000, UINT64_MAX);
+		r->raw_lat_p50 = raw_rtt_client(0, r->op, r->size, 2000,
+			UINT64_MAX);
 		c.kind = PERF_CMD_RAW_DONE;
 		if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 			return;
@@ -281,7 +289,8 @@ run_raw(struct result *r)
 			progress_all();
 		return;
 	}
-	r->raw_fps = raw_client(r->size, r->secs > 0.3 ? 0.5 : 0.3, &sent);
+	r->raw_fps = raw_client(r->op, r->size, r->secs > 0.3 ? 0.5 : 0.3,
+		&sent);
 	c.kind = PERF_CMD_RAW_DONE;
 	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return;
@@ -319,7 +328,7 @@ warm_up(void)
 		return;
 	usleep(1000);
 	for (q = 0; q < opt.queues; q++)
-		raw_rtt_client(q, 64, WARM_UP_RTTS, WARM_UP_MAX_NS);
+		raw_rtt_client(q, OP_WRITE, 64, WARM_UP_RTTS, WARM_UP_MAX_NS);
 	c.kind = PERF_CMD_RAW_DONE;
 	if (sc_send(sc, &c, sizeof(c)) || sc_recv_progress(sc, &c, sizeof(c)))
 		return;

@@ -6,7 +6,7 @@
  * The server: it answers the client's commands on the side channel, and
  * between them keeps its receive queues full and counts (and with
  * --verify checks) what arrived, or counts and echoes the raw baseline's
- * frames.
+ * frames. ud_send's receives are ud.c's.
  */
 
 #include <inttypes.h>
@@ -38,17 +38,10 @@ static struct perf_cmd cur;
 static uint8_t *expect;
 
 /* What the server's workers do; the main lcore (worker 0) also reads
- * the side channel and switches the phase. */
-enum { PH_DROCE, PH_RAW, PH_ECHO, PH_STOP };
+ * the side channel and switches the phase. PH_UD: a ud_send test. */
+enum { PH_DROCE, PH_UD, PH_RAW, PH_ECHO, PH_STOP };
 static int srv_phase;
 static uint64_t raw_server_count;
-
-static void
-count_add(uint64_t *c, uint64_t n)
-{
-	/* one writer; the main lcore reads the sum */
-	__atomic_store_n(c, *c + n, __ATOMIC_RELAXED);
-}
 
 static void
 post_recv_buf(struct worker *w, uint32_t qi, uint32_t k)
@@ -116,6 +109,8 @@ server_job(struct worker *w)
 			return 0;
 		if (ph == PH_DROCE)
 			server_poll(w);
+		else if (ph == PH_UD)
+			ud_server_poll(w);
 		else
 			count_add(&w->raw_got, raw_rx_pass(w, ph == PH_ECHO));
 	}
@@ -190,6 +185,8 @@ cmd_run(const struct perf_cmd *c)
 	cur = *c;
 	if (c->op == OP_FADD || c->op == OP_CSWAP)
 		cur.size = 8;
+	if (c->op == OP_UD_SEND)
+		ud_server_test(c);
 	reset_counters();
 	for (i = 0; i < opt.nqp && cur.size <= rbuf_sz; i++)
 		pattern(expect + (size_t)i * rbuf_sz, cur.size,
@@ -201,6 +198,8 @@ cmd_run(const struct perf_cmd *c)
 		else
 			memset(mem + SLOT(i), 0, cur.size);
 	}
+	if (c->op == OP_UD_SEND)
+		set_phase(PH_UD);
 }
 
 /* PERF_CMD_DONE: wait for the test's receives, check what arrived; the
@@ -236,6 +235,36 @@ cmd_done(struct perf_cmd *c)
 			ok = 0;
 	}
 	c->value = (uint64_t)ok;
+}
+
+/* How long the server waits for the rest of a ud_send test's receives
+ * once none arrives: UD drops what finds no receive, nothing resends. */
+#define UD_QUIET_NS 200000000ull
+
+/* PERF_CMD_DONE of a ud_send test: the receives that arrived (all, or
+ * until none has for UD_QUIET_NS) in the answer's received; its value is
+ * 1 if none was bad. */
+static void
+cmd_done_ud(struct perf_cmd *c)
+{
+	uint64_t want = c->value * opt.nqp, got = 0, n, now, t_quiet;
+	size_t cnt = offsetof(struct worker, recv_count);
+
+	t_quiet = droce_now_ns() + UD_QUIET_NS;
+	for (;;) {
+		n = sum_counter(cnt);
+		now = droce_now_ns();
+		if (n != got) {
+			got = n;
+			t_quiet = now + UD_QUIET_NS;
+		}
+		if (got >= want || now > t_quiet)
+			break;
+		ud_server_poll(&workers[0]);
+	}
+	set_phase(PH_DROCE);
+	c->received = sum_counter(cnt);
+	c->value = sum_counter(offsetof(struct worker, recv_bad)) == 0;
 }
 
 /* PERF_CMD_RAW: the workers count (or echo) raw frames until the client
@@ -318,7 +347,10 @@ server_loop(void)
 		/* a poll() on the side channel costs a system call: look
 		 * at it once every few hundred passes */
 		for (spin = 0; spin < 512; spin++)
-			server_poll(&workers[0]);
+			if (srv_phase == PH_UD)
+				ud_server_poll(&workers[0]);
+			else
+				server_poll(&workers[0]);
 		if (!sc_ready(sc))
 			continue;
 		if (sc_recv(sc, &c, sizeof(c)))
@@ -328,7 +360,10 @@ server_loop(void)
 			cmd_run(&c);
 			break;
 		case PERF_CMD_DONE:
-			cmd_done(&c);
+			if (cur.op == OP_UD_SEND)
+				cmd_done_ud(&c);
+			else
+				cmd_done(&c);
 			break;
 		case PERF_CMD_RAW:
 			if (cmd_raw(&c) != 0)
@@ -337,6 +372,11 @@ server_loop(void)
 		case PERF_CMD_QUIT:
 			cmd_quit(&c);
 			return 0;
+		case PERF_CMD_UD:
+			/* answered with this side's perf_info */
+			if (ud_server_start() != 0)
+				return -1;
+			continue;
 		default:
 			return -1;
 		}

@@ -28,6 +28,7 @@ struct droce_mr *mr;
 struct perf_info me, peer;
 int sc = -1;
 uint32_t mtu_bytes = 1024;
+struct droce_av peer_av;
 
 /* What a test writes into a slot, and checks where it lands. */
 void
@@ -141,6 +142,10 @@ setup(void)
 		droce_port_close(port);
 		return -1;
 	}
+	if (ud_sizes_fit(mtu_bytes, "the port's") != 0) {
+		droce_port_close(port);
+		return -1;
+	}
 	pd = droce_pd_alloc(droce_port_dev(port));
 	for (i = 0; i < opt.queues; i++)
 		cq[i] = droce_cq_create(droce_port_dev(port), i, 4096);
@@ -222,23 +227,23 @@ int
 connect_qps(void)
 {
 	struct ibv_qp_attr a;
-	struct droce_av av;
 	uint32_t i, max_rd;
 	int rc;
 
-	memset(&av, 0, sizeof(av));
-	droce_gid_from_ipv4(av.dgid, peer.ipv4);
-	av.sgid_index = 1;
+	memset(&peer_av, 0, sizeof(peer_av));
+	droce_gid_from_ipv4(peer_av.dgid, peer.ipv4);
+	peer_av.sgid_index = 1;
 	if (opt.ip6) {
-		memcpy(av.dgid, peer.ipv6, 16);
-		av.sgid_index = 2;
+		memcpy(peer_av.dgid, peer.ipv6, 16);
+		peer_av.sgid_index = 2;
 	}
-	av.hop_limit = 64;
+	peer_av.hop_limit = 64;
 	if (opt.static_neigh) {
-		memcpy(av.dmac, peer.mac, 6);
-		droce_port_add_neighbor(port, av.dgid, peer.mac);
+		memcpy(peer_av.dmac, peer.mac, 6);
+		droce_port_add_neighbor(port, peer_av.dgid, peer.mac);
 	} else {
-		rc = droce_port_resolve(port, av.dgid, av.dmac, 10000);
+		rc = droce_port_resolve(port, peer_av.dgid, peer_av.dmac,
+			10000);
 		if (rc) {
 			fprintf(stderr, "droce-perf: ARP for the peer: %s\n",
 				strerror(-rc));
@@ -277,7 +282,7 @@ connect_qps(void)
 			rc = droce_qp_modify(qp[i], &a, IBV_QP_STATE |
 				IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				IBV_QP_MIN_RNR_TIMER, &av);
+				IBV_QP_MIN_RNR_TIMER, &peer_av);
 		a.qp_state = IBV_QPS_RTS;
 		a.sq_psn = me.psn[i];
 		a.timeout = (uint8_t)opt.timeout;

@@ -29,4 +29,12 @@ expect_refused "--timeout 60: the local ACK timeout is an exponent, 0 to 31" \
 	--timeout 60
 expect_refused "--timeout -1" --timeout -1
 expect_refused "--lat runs on one core" --lat --queues 2 --cores 2
+# a UD message is one packet: at most the path MTU the Ethernet MTU gives
+expect_refused "--size 1025: a UD message is one packet, at most the path MTU (1024 bytes, at --mtu 1500)" \
+	--op write,ud_send --size 64,1025
+expect_refused "--size 4097: a UD message is one packet, at most the path MTU (4096 bytes, at --mtu 9000)" \
+	--op ud_send --size 4097 --mtu 9000
+expect_refused "ud_send completes when its frame leaves" --op ud_send --lat
+# whole names: "send" is no longer found inside "ud_send" or "sned"
+expect_refused "--op send,sned: no op named sned" --op send,sned
 [ "$fails" -eq 0 ]
