@@ -21,6 +21,8 @@
 # (valgrind --tool=callgrind ...: test/bench-perf-instructions.sh).
 # PAIR_AFPACKET_QPAIRS: net_af_packet queue pairs (1; the kernel spreads
 # received frames over them by flow hash: PACKET_FANOUT).
+# PAIR_EXPECT: extended regular expressions, one a line, that lines of
+# the client's output must match, each (or the test fails).
 # Everything started is torn down on exit, failed or not.
 set -uo pipefail
 perf=$1 link=$2; shift 2
@@ -166,6 +168,15 @@ elif [ $rc -ne 0 ]; then
 	grep -v -e "^EAL" -e "^TELEMETRY" "$work/server.log" | tail -30
 else
 	grep "frames per burst" "$work/server.log"
+fi
+if [ -n "${PAIR_EXPECT:-}" ]; then
+	while IFS= read -r pat; do
+		[ -n "$pat" ] || continue
+		if ! grep -Eq -- "$pat" "$work/client.log"; then
+			echo "the client's output has no line matching: $pat"
+			rc=1
+		fi
+	done <<<"$PAIR_EXPECT"
 fi
 if [ $nft = 1 ]; then
 	# the kernel really dropped and duplicated frames
