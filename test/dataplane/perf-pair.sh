@@ -158,6 +158,15 @@ $cli_ns ${PAIR_CLI_WRAP:-} "$perf" --client --vdev "$cli_vdev" --ip 10.198.0.2 $
 	> "$work/client.log" 2>&1
 rc=$?
 grep -v -e '^EAL' -e '^TELEMETRY' "$work/client.log"
+# a client that failed before it reached the side channel (its EAL, say)
+# leaves the server waiting there for good: 10 s, then it goes
+if [ $rc -ne 0 ]; then
+	for _ in $(seq 1 100); do
+		kill -0 "$srv_pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$srv_pid" 2>/dev/null
+fi
 wait "$srv_pid"
 src=$?
 srv_pid=""
