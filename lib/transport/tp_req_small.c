@@ -59,6 +59,26 @@ small_sent(struct droce_qp *qp, struct tp_swqe *w, uint32_t npsn)
 	qp->sq.cur++;
 }
 
+/* The frame of p (its BTH and extension fields set) with w's payload
+ * into buf, handed to the queue: 0, or -1 a local protection error. */
+static inline __attribute__((always_inline)) int
+small_out(struct droce_qp *qp, const struct tp_swqe *w, struct droce_pkt *p,
+		struct droce_txbuf *b, uint8_t *buf)
+{
+	uint32_t plen = p->payload_len;
+	int hlen = tp_build_hdr(qp, p, buf);
+
+	if (hlen < 0)
+		return -1;
+	if (plen && w->inline_data != NULL)
+		memcpy(buf + hlen, w->inline_data, plen);
+	else if (plen && tp_sge_copy_out(qp->dev, qp->pd, w->sge, w->num_sge,
+			0, buf + hlen, plen) != 0)
+		return -1;
+	tp_tx_done(qp, b, tp_finish(p, buf, (uint32_t)hlen));
+	return 0;
+}
+
 /* A one-packet SEND or WRITE: 1 sent, 0 no buffer, -1 a local
  * protection error. */
 static int
@@ -68,7 +88,6 @@ send_small(struct droce_qp *qp, struct tp_swqe *w)
 	struct droce_txbuf *b;
 	struct droce_pkt p;
 	uint8_t *buf;
-	int hlen;
 
 	buf = tp_tx_get(qp->queue, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
 	if (buf == NULL)
@@ -87,15 +106,8 @@ send_small(struct droce_qp *qp, struct tp_swqe *w)
 	p.imm_data = w->imm_or_inv;
 	p.ieth_rkey = w->imm_or_inv;
 	p.payload_len = plen;
-	hlen = tp_build_hdr(qp, &p, buf);
-	if (hlen < 0)
+	if (small_out(qp, w, &p, b, buf) != 0)
 		return -1;
-	if (plen && w->inline_data != NULL)
-		memcpy(buf + hlen, w->inline_data, plen);
-	else if (plen && tp_sge_copy_out(qp->dev, qp->pd, w->sge, w->num_sge,
-			0, buf + hlen, plen) != 0)
-		return -1;
-	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
 	small_sent(qp, w, 1);
 	return 1;
 }
@@ -191,7 +203,6 @@ send_small_ud(struct droce_qp *qp, struct tp_swqe *w)
 	struct droce_txbuf *b;
 	struct droce_pkt p;
 	uint8_t *buf;
-	int hlen;
 
 	buf = tp_tx_get(qp->queue, DROCE_MAX_HDR_LEN + qp->mtu + 8, &b);
 	if (buf == NULL)
@@ -208,22 +219,9 @@ send_small_ud(struct droce_qp *qp, struct tp_swqe *w)
 	p.deth_sqpn = qp->qpn;
 	p.imm_data = w->imm_or_inv;
 	p.payload_len = plen;
-	hlen = tp_build_hdr(qp, &p, buf);
-	if (hlen < 0)
+	if (small_out(qp, w, &p, b, buf) != 0)
 		return -1;
-	if (plen && w->inline_data != NULL)
-		memcpy(buf + hlen, w->inline_data, plen);
-	else if (plen && tp_sge_copy_out(qp->dev, qp->pd, w->sge, w->num_sge,
-			0, buf + hlen, plen) != 0)
-		return -1;
-	tp_tx_done(qp, b, tp_finish(&p, buf, (uint32_t)hlen));
-	w->first_psn = qp->psn;
-	w->npsn = 1;
-	w->state = TP_WQE_SENT;
-	qp->psn = droce_psn_add(qp->psn, 1);
-	if (droce_psn_diff(qp->psn, qp->psn_hw) > 0)
-		qp->psn_hw = qp->psn;
-	qp->sq.cur++;
+	small_sent(qp, w, 1);	/* a UD QP has no timer */
 	tp_wqe_done(qp, w, IBV_WC_SUCCESS);
 	return 1;
 }
