@@ -32,7 +32,7 @@ for flight in $flights; do
 			> "$out/ann" 2>/dev/null
 		# the loop's inclusive count over the WRs it posted (the
 		# bench prints them: with LTO no call marks one)
-		msgs=$(awk '$1 == "posted" { print $2 }' "$out/log")
+		msgs=$(awk '$1 == "posted" { print $2 + 0 }' "$out/log")
 		awk -v op="$1" -v sz="$2" -v fl="$flight" -v msgs="${msgs:-0}" '
 			/\*  .*droce-tp-bench\/main.c:run/ { gsub(",", "", $1); tot = $1 }
 			END {

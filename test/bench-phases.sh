@@ -29,7 +29,7 @@ for c in $cases; do
 		echo "$op $size: droce-tp-bench failed" >&2; tail -3 "$out/log" >&2
 		continue
 	}
-	msgs=$(awk '$1 == "posted" { print $2 }' "$out/log")
+	msgs=$(awk '$1 == "posted" { print $2 + 0 }' "$out/log")
 	python3 - "$out/cg" "$op" "$size" "${msgs:-0}" <<'EOF'
 import sys
 
