@@ -10,8 +10,9 @@
 #   scaling  droce-perf, 1, 2, 4 and 8 worker cores per side, beside raw
 #            (bench-scaling.sh; its 1-core rows are issue 38's per-core
 #            ratios, each side on a CPU of its own)
-#   daemon   droced: two daemons and their applications, then one droced
-#            and two attached ib_write_bw on other CPUs (bench-daemon.sh)
+#   daemon   droced: two daemons and their applications (busy polling
+#            on 8 CPUs or more), then one droced and two attached
+#            ib_write_bw on other CPUs (bench-daemon.sh)
 #   events   programs waiting on completion channels against polling
 #            (bench-events.sh)
 #   ucx      ucx_perftest beside droce-perf (bench-ucx.sh)
@@ -65,8 +66,12 @@ part() {
 	probe) probe ;;
 	scaling) SCALE_ITERS=${SCALE_ITERS:-1000000} \
 		"$top/test/bench-scaling.sh" "$build/app/droce-perf" 1 2 4 8 ;;
-	daemon) DAEMON_BENCH_QPS=${DAEMON_BENCH_QPS:-2000} \
-		"$top/test/bench-daemon.sh" "$build" ;;
+	# busy daemons where each busy thread can have a CPU (the per-core
+	# targets' configuration), idle ones where they would take the
+	# applications' CPUs
+	daemon) [ "$(nproc)" -ge 8 ] && export DAEMON_POLL=${DAEMON_POLL:-busy}
+		DAEMON_BENCH_QPS=${DAEMON_BENCH_QPS:-2000} \
+			"$top/test/bench-daemon.sh" "$build" ;;
 	events) "$top/test/bench-events.sh" "$build" ;;
 	ucx) "$top/test/bench-ucx.sh" "$build" ;;
 	*) echo "unknown part $1"; return 2 ;;
