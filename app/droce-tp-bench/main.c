@@ -412,18 +412,23 @@ main(int argc, char **argv)
 	printf("%-10s %8s %14s %12s %14s\n", "op", "bytes", "msgs/s", "Gbit/s",
 		"best msgs/s");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* one op: at the size asked for, in the list or not */
+		uint32_t size = only_size ? only_size : cases[i].size;
 		double r, best = 0;
 
-		if (only_op != NULL && (strcasecmp(only_op, cases[i].name) ||
-				(only_size && only_size != cases[i].size)))
+		if (only_op != NULL && strcasecmp(only_op, cases[i].name))
 			continue;
 		rx_polled = 0;
-		r = run(cases[i].op, cases[i].size, cases[i].ud, secs, &best);
+		r = run(cases[i].op, only_op ? size : cases[i].size,
+			cases[i].ud, secs, &best);
 		printf("%-10s %8u %14.0f %12.2f %14.0f\n", cases[i].name,
-			cases[i].size, r, r * cases[i].size * 8 / 1e9, best);
-		if (only_op != NULL)
+			only_op ? size : cases[i].size, r,
+			r * (only_op ? size : cases[i].size) * 8 / 1e9, best);
+		if (only_op != NULL) {
 			printf("posted %" PRIu64 ", received %" PRIu64 "\n",
 				wrs_posted, rx_polled);
+			break;
+		}
 	}
 	return 0;
 }
