@@ -11,6 +11,9 @@
  *
  *     droce-tp-bench [seconds per case] [op [bytes [in flight]]]
  *
+ * With an op, that op alone, at bytes if given: up to the path MTU (4096)
+ * for UD_SEND, a receive's 64 KB for SEND, the 1 MB region for the rest.
+ *
  * UD_SEND: 64-byte SENDs between two UD QPs (an AH, a GRH on receive,
  * no ACK: a send completes when it leaves).
  *
@@ -29,6 +32,8 @@
 #include "droce_transport.h"
 
 #define NBUF 4096
+#define MEM_SZ (1u << 20)	/* each device's one MR */
+#define RECV_SZ 65536u		/* each receive's buffer */
 #define BUFSZ 4608
 #define DEPTH 128
 #define UD_QKEY 0x11111111u
@@ -320,7 +325,7 @@ run(enum ibv_wr_opcode op, uint32_t size, int ud, double secs, double *best)
 	while (t - t0 < (uint64_t)(secs * 1e9)) {
 		if (op == IBV_WR_SEND) {
 			struct ibv_sge rs = { .addr = (uint64_t)(uintptr_t)
-				E[1].mem, .length = 65536,
+				E[1].mem, .length = RECV_SZ,
 				.lkey = droce_mr_lkey(E[1].mr) };
 			struct ibv_recv_wr rw = { .sg_list = &rs, .num_sge = 1 };
 			struct ibv_recv_wr *rb;
@@ -406,18 +411,26 @@ main(int argc, char **argv)
 		return 2;
 	}
 
-	setup(1 << 20);
+	setup(MEM_SZ);
 	printf("lib/transport alone, RC (and UD_SEND), path MTU 4096, one "
 		"core running both ends, %u WRs in flight\n", in_flight);
 	printf("%-10s %8s %14s %12s %14s\n", "op", "bytes", "msgs/s", "Gbit/s",
 		"best msgs/s");
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		/* one op: at the size asked for, in the list or not */
-		uint32_t size = only_size ? only_size : cases[i].size;
+		uint32_t size = only_size ? only_size : cases[i].size, max;
 		double r, best = 0;
 
 		if (only_op != NULL && strcasecmp(only_op, cases[i].name))
 			continue;
+		/* a UD SEND is one packet; an RC SEND fills one receive */
+		max = cases[i].ud ? 4096u : cases[i].op == IBV_WR_SEND ?
+			RECV_SZ : MEM_SZ;
+		if (only_op != NULL && (size == 0 || size > max)) {
+			fprintf(stderr, "bytes: 1 to %u for %s\n", max,
+				cases[i].name);
+			return 2;
+		}
 		rx_polled = 0;
 		r = run(cases[i].op, only_op ? size : cases[i].size,
 			cases[i].ud, secs, &best);
