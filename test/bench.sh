@@ -14,6 +14,9 @@ if command -v valgrind >/dev/null; then
 	"$top/test/bench-instructions.sh" "$build/app/droce-tp-bench" 64 1
 	"$top/test/bench-phases.sh" "$build/app/droce-tp-bench"
 	echo
+	# the same for unmodified perftest over the drop-in, client side
+	"$top/test/bench-verbs-instructions.sh" "$build/app/droce-run"
+	echo
 fi
 # what loss costs, in virtual time at 25 and 100 Gbit/s (doc/perf-loss.md):
 # go-back-N, then selective repeat
