@@ -195,6 +195,26 @@ int end_report(void);
 
 /* ---- the server (server.c) ---- */
 
+/* Receive k of QP qi's ring of n buffers of sz bytes at base (in mr)
+ * posted to q, under its queue's lock; a refusal counted. */
+static inline void
+post_ring_recv(struct worker *w, struct droce_qp *q, uint32_t qi, uint32_t k,
+		uint8_t *base, uint32_t n, uint32_t sz, struct droce_mr *mr)
+{
+	struct ibv_sge s = {
+		.addr = (uint64_t)(uintptr_t)(base + ((size_t)qi * n + k) * sz),
+		.length = sz, .lkey = droce_mr_lkey(mr),
+	};
+	struct ibv_recv_wr wr = { .wr_id = (uint64_t)qi << 32 | k,
+		.sg_list = &s, .num_sge = 1 }, *bad;
+	uint32_t queue = qp_queue(qi);
+
+	droce_port_lock(port, queue);
+	if (droce_qp_post_recv(q, &wr, &bad) != 0)
+		count_add(&w->recv_bad, 1);
+	droce_port_unlock(port, queue);
+}
+
 int server_loop(void);
 
 #endif

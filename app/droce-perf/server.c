@@ -46,19 +46,7 @@ static uint64_t raw_server_count;
 static void
 post_recv_buf(struct worker *w, uint32_t qi, uint32_t k)
 {
-	struct ibv_sge s = {
-		.addr = (uint64_t)(uintptr_t)(rmem + ((size_t)qi * rbuf_n + k) *
-			rbuf_sz),
-		.length = rbuf_sz, .lkey = droce_mr_lkey(rmr),
-	};
-	struct ibv_recv_wr wr = { .wr_id = (uint64_t)qi << 32 | k,
-		.sg_list = &s, .num_sge = 1 }, *bad;
-	uint32_t q = qp_queue(qi);
-
-	droce_port_lock(port, q);
-	if (droce_qp_post_recv(qp[qi], &wr, &bad) != 0)
-		count_add(&w->recv_bad, 1);
-	droce_port_unlock(port, q);
+	post_ring_recv(w, qp[qi], qi, k, rmem, rbuf_n, rbuf_sz, rmr);
 }
 
 static void

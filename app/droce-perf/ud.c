@@ -150,19 +150,8 @@ ud_client_start(void)
 static void
 ud_post_recv(struct worker *w, uint32_t qi, uint32_t k)
 {
-	struct ibv_sge s = {
-		.addr = (uint64_t)(uintptr_t)(ud_rmem +
-			((size_t)qi * ud_rbuf_n + k) * ud_rbuf_sz),
-		.length = ud_rbuf_sz, .lkey = droce_mr_lkey(ud_rmr),
-	};
-	struct ibv_recv_wr wr = { .wr_id = (uint64_t)qi << 32 | k,
-		.sg_list = &s, .num_sge = 1 }, *bad;
-	uint32_t q = qp_queue(qi);
-
-	droce_port_lock(port, q);
-	if (droce_qp_post_recv(uqp[qi], &wr, &bad) != 0)
-		count_add(&w->recv_bad, 1);
-	droce_port_unlock(port, q);
+	post_ring_recv(w, uqp[qi], qi, k, ud_rmem, ud_rbuf_n, ud_rbuf_sz,
+		ud_rmr);
 }
 
 /* The server's CQs, buffers and UD QPs, every receive posted. */
