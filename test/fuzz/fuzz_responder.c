@@ -23,9 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fakelink.h"
-#include "fuzz_input.h"
-#include "frame_fix.h"
+#include "fuzz_frame.h"
 #include "tp_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -196,16 +194,7 @@ decode(struct in *in, int t, uint8_t *f, uint32_t cap, int *raw)
 	uint32_t ctl = take(in, 2), plen, mut, i;
 	int len;
 
-	memset(&p, 0, sizeof(p));
-	memcpy(p.dst_mac, b->mac, 6);
-	memcpy(p.src_mac, a->mac, 6);
-	p.ip_ver = 4;
-	p.ttl = 64;
-	droce_gid_from_ipv4(p.sgid, a->ip);
-	droce_gid_from_ipv4(p.dgid, b->ip);
-	p.udp_sport = 0xc000;
-	p.udp_dport = DROCE_ROCE_UDP_PORT;
-	p.pkey = 0xffff;
+	fuzz_pkt_between(&p, a, b);
 	p.opcode = rc_ops[(ctl & 0xff) % sizeof(rc_ops)];
 	if (t == 1) {
 		if (!(droce_opcode_info[p.opcode | DROCE_TRANSPORT_UC].valid))
@@ -262,16 +251,7 @@ decode(struct in *in, int t, uint8_t *f, uint32_t cap, int *raw)
 		return 0;
 	/* then a byte flipped (the IP sum and ICRC made good again, unless
 	 * the input says), a trailer */
-	mut = take(in, 3);
-	*raw = 0;
-	if (mut & 0x800000) {
-		uint32_t off = (mut >> 8 & 0x7fff) % (uint32_t)len;
-
-		f[off] ^= (uint8_t)mut;
-		if (!(mut & 0x400000) && off >= 14 + 20)
-			frame_fix_icrc(f, (uint32_t)len);
-		*raw = 1;
-	}
+	mut = fuzz_flip(in, f, (uint32_t)len, raw);
 	if (mut & 0x200000) {
 		memset(f + len, 0xee, 16);
 		len += 16;
