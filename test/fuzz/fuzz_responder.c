@@ -11,12 +11,17 @@
  * and a UC QP in RTS with real MRs, and to an XRC_RECV QP whose XRC SRQ
  * (of its domain; another domain has one too) takes the receives; the
  * XRCETH mostly names the right SRQ, sometimes the other domain's, none
- * or any number. Under ASan, besides "no crash":
+ * or any number; and UD SENDs (mostly under the QP's Q_Key, from any
+ * QPN) to a UD QP whose receives have one or two SGEs of many lengths,
+ * some too short for the GRH and the payload. Under ASan, besides "no
+ * crash":
  *  - nothing outside the MRs changes (guard bytes around each, and ASan
  *    on the exact allocations);
  *  - a request the responder rejects changes no byte of them: RC and
  *    XRC, where the expected PSN did not move; UC, where it counted the
- *    packet dropped.
+ *    packet dropped;
+ *  - a UD SEND writes only inside the SGEs of the receive it completes
+ *    well, no more than they hold; refused or failed, nothing.
  * QPs that reach the error state are connected again.
  */
 
@@ -31,17 +36,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MR_LEN		8192
 #define RBUF_LEN	2048
 #define NRECV		8
+#define UD_QKEY		0x11111111u
 #define GUARD		256
 #define ARENA		(GUARD + MR_LEN + NRECV * RBUF_LEN + GUARD)
 
 static struct fakelink L;
 static struct droce_cq *cq[2];
-static struct droce_qp *req[3], *resp[3];	/* [0] RC, [1] UC, [2] XRC */
+static struct droce_qp *req[4], *resp[4];	/* [0] RC, [1] UC, [2] XRC,
+						 * [3] UD */
 static struct droce_xrcd *xrcd[2];	/* the XRC_RECV QP's, another */
 static struct droce_srq *xsrq[2];	/* an XRC SRQ of each */
 static struct droce_mr *mr, *rmr;
 static uint8_t *arena, *mem, *rmem, *shadow;
-static uint32_t posted[3];
+static uint32_t posted[4];
 
 static void
 connect_pair(int t)
@@ -59,6 +66,7 @@ connect_pair(int t)
 	o.access |= DROCE_ACCESS_FLUSH_GLOBAL;
 	if (t == 1)
 		o.access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_LOCAL_WRITE;
+	o.qkey = UD_QKEY;
 	if (fl_connect(&L, req[t], resp[t], &o) != 0)
 		abort();
 	posted[t] = 0;
@@ -102,7 +110,8 @@ make_qps(int t)
 
 	for (s = 0; s < 2; s++) {
 		memset(&ia, 0, sizeof(ia));
-		ia.qp_type = t == 0 ? IBV_QPT_RC : IBV_QPT_UC;
+		ia.qp_type = t == 0 ? IBV_QPT_RC : t == 1 ? IBV_QPT_UC :
+			IBV_QPT_UD;
 		ia.cap.max_send_wr = 16;
 		ia.cap.max_recv_wr = NRECV;
 		ia.cap.max_send_sge = 2;
@@ -142,9 +151,22 @@ setup(void)
 	make_qps(0);
 	make_qps(1);
 	make_xrc();
+	make_qps(3);
 }
 
-/* Keep the responder's receive queue full: two SGEs per WQE. */
+/* Receive k's SGE i: half a buffer each; a UD QP's vary, some too short
+ * for the GRH and a payload, and one in three has one SGE (0: none). */
+static uint32_t
+sge_len(int t, uint32_t k, int i)
+{
+	if (t != 3)
+		return RBUF_LEN / 2;
+	if (i == 1 && k % 3 == 0)
+		return 0;
+	return i == 0 ? 40 + (k * 53) % 200 : 1 + (k * 97) % 300;
+}
+
+/* Keep the responder's receive queue full. */
 static void
 top_up(int t)
 {
@@ -158,12 +180,12 @@ top_up(int t)
 		uint32_t k = posted[t]++ % NRECV;
 		struct ibv_sge s[2] = {
 			{ .addr = (uintptr_t)(rmem + k * RBUF_LEN),
-			  .length = RBUF_LEN / 2, .lkey = droce_mr_lkey(rmr) },
+			  .length = sge_len(t, k, 0), .lkey = droce_mr_lkey(rmr) },
 			{ .addr = (uintptr_t)(rmem + k * RBUF_LEN + RBUF_LEN / 2),
-			  .length = RBUF_LEN / 2, .lkey = droce_mr_lkey(rmr) },
+			  .length = sge_len(t, k, 1), .lkey = droce_mr_lkey(rmr) },
 		};
 		struct ibv_recv_wr wr = { .wr_id = k, .sg_list = s,
-			.num_sge = 2 }, *bad;
+			.num_sge = sge_len(t, k, 1) ? 2 : 1 }, *bad;
 
 		if ((t == 2 ? droce_srq_post_recv(xsrq[0], &wr, &bad) :
 				droce_qp_post_recv(resp[t], &wr, &bad)) != 0)
@@ -211,6 +233,15 @@ decode(struct in *in, int t, uint8_t *f, uint32_t cap, int *raw)
 		p.xrceth_srqn = x < 0xc0 ? droce_srq_num(xsrq[0]) :
 			x < 0xe0 ? droce_srq_num(xsrq[1]) : x < 0xf0 ? 0 :
 			take(in, 3);
+	}
+	if (t == 3) {
+		uint32_t x = take(in, 1);
+
+		/* a SEND ONLY (with immediate), mostly under the Q_Key */
+		p.opcode = ctl & 1 ? DROCE_OP_UD_SEND_ONLY_IMM :
+			DROCE_OP_UD_SEND_ONLY;
+		p.deth_qkey = x < 0xe0 ? UD_QKEY : take(in, 4);
+		p.deth_sqpn = take(in, 3);
 	}
 	p.dqpn = qp->qpn;
 	/* mostly the expected PSN, sometimes a little off */
@@ -268,6 +299,32 @@ check_guards(void)
 		abort();	/* a byte outside every MR changed */
 }
 
+/* A UD SEND writes only the receive it completes well, within its SGEs
+ * and its length; anything else writes nothing. */
+static void
+check_ud(void)
+{
+	struct ibv_wc wc;
+	uint32_t i, k, lo[2], hi[2];
+
+	if (droce_cq_poll(cq[1], &wc, 1) != 1 || wc.status != IBV_WC_SUCCESS) {
+		if (memcmp(arena, shadow, ARENA) != 0)
+			abort();	/* a refused or failed receive wrote */
+		return;
+	}
+	k = (uint32_t)wc.wr_id;
+	if (k >= NRECV || wc.byte_len > sge_len(3, k, 0) + sge_len(3, k, 1))
+		abort();
+	lo[0] = (uint32_t)(rmem - arena) + k * RBUF_LEN;
+	lo[1] = lo[0] + RBUF_LEN / 2;
+	hi[0] = lo[0] + sge_len(3, k, 0);
+	hi[1] = lo[1] + sge_len(3, k, 1);
+	for (i = 0; i < ARENA; i++)
+		if (!((i >= lo[0] && i < hi[0]) || (i >= lo[1] && i < hi[1])) &&
+				arena[i] != shadow[i])
+			abort();	/* written outside the receive */
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -278,7 +335,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (arena == NULL)
 		setup();
 	for (k = 0; k < 4 && in.n; k++) {
-		int t = (int)(take(&in, 1) % 3), raw;
+		int t = (int)(take(&in, 1) % 4), raw;
 		struct droce_qp *qp = resp[t];
 		const uint8_t *fp = f;
 		uint32_t len, e0, drops0;
@@ -294,9 +351,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		drops0 = (uint32_t)qp->st.rx_drop_uc;
 		droce_tp_rx_burst(L.end[1].q, &fp, &len, 1, L.now);
 		check_guards();
+		if (t == 3)
+			check_ud();
 		/* rejected: RC's (XRC's) PSN did not move, UC counted a
 		 * drop */
-		if ((t != 1 && qp->epsn == e0) || (t == 1 &&
+		else if ((t != 1 && qp->epsn == e0) || (t == 1 &&
 				(qp->st.rx_drop_uc != drops0 ||
 				qp->state == IBV_QPS_ERR))) {
 			if (memcmp(arena, shadow, ARENA) != 0)
