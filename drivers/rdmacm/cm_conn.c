@@ -272,7 +272,8 @@ rx_dreq(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 		/* the spec answers a DREQ to nobody with a DREP */
 		if (!cm_linger_answered(s->remote_comm_id))
 			cm.st.rx_drop_unknown++;
-		cm_send_simple(d, cm_dev_ah(d, sgid, cm_dev_gid_index(d, NULL, sgid)),
+		cm_send_simple(d, cm_dev_reply_ah(d, sgid,
+			cm_dev_gid_index(d, NULL, sgid)),
 			h->tid, CM_ATTR_DREP, s->remote_comm_id,
 			s->local_comm_id, 0, mad);
 		return;

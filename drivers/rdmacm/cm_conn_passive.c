@@ -141,7 +141,9 @@ cm_conn_rx_req(struct cm_dev *d, const uint8_t sgid[16],
 			cm.st.rx_drop_state++;
 		return;
 	}
-	ah = cm_dev_ah(d, sgid, cm_dev_gid_index(d, r.dgid, sgid));
+	ah = cm_dev_reply_ah(d, sgid, cm_dev_gid_index(d, r.dgid, sgid));
+	if (ah == NULL)
+		return;	/* no answer can reach the source yet */
 	if (cm_ip_hdr_parse(r.pdata, &ip) != 0 || r.transport > 1) {
 		cm.st.rx_drop_malformed++;
 		cm_send_rej(d, ah, h->tid, cm_new_comm_id(d), r.local_comm_id,

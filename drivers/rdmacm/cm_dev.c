@@ -346,6 +346,31 @@ cm_dev_ah(struct cm_dev *d, const uint8_t dgid[16], uint8_t sgid_index)
 	return ah;
 }
 
+/*
+ * The AH to answer a MAD that came from dgid (lock held). A peer that
+ * sends us a MAD has asked for our MAC first, and we learnt its own from
+ * that, so its AH is made at once. A source nobody can resolve (a
+ * spoofed one) must not hold the agent, and with it the CM's lock and
+ * every rdma_cm call of the application, for ibv_create_ah's resolution
+ * (seconds): it gets CM_REPLY_RESOLVE_MS and one ARP/ND request, then the
+ * MAD is dropped and counted; a real peer's retransmission finds its
+ * neighbour known.
+ */
+struct ibv_ah *
+cm_dev_reply_ah(struct cm_dev *d, const uint8_t dgid[16], uint8_t sgid_index)
+{
+	uint32_t i;
+
+	for (i = 0; i < d->nah; i++)
+		if (memcmp(d->ahs[i].gid, dgid, 16) == 0)
+			return d->ahs[i].ah;
+	if (droce_resolve_gid(d->verbs, dgid, CM_REPLY_RESOLVE_MS) != 0) {
+		cm.st.rx_drop_unresolved++;
+		return NULL;
+	}
+	return cm_dev_ah(d, dgid, sgid_index);
+}
+
 /* Send one MAD to QP1 behind ah (lock held): 0, or -1 when every send
  * buffer is in flight (the MAD counts as lost: retransmission covers). */
 int

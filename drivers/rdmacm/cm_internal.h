@@ -46,6 +46,7 @@
 				 * this long after it first went */
 #define CM_UDP_QKEY 0x01234567u
 #define CM_SR_TAG_LEN 8		/* selective repeat's offer (cm_sr.c) */
+#define CM_REPLY_RESOLVE_MS 5	/* how long an answer waits for ARP/ND */
 
 /* Per device: the GSI QP, its buffers and an AH per peer. */
 struct cm_dev {
@@ -260,6 +261,10 @@ int cm_dev_start(struct cm_dev *d);
 int cm_dev_find_addr(const struct sockaddr *sa, struct cm_dev **d,
 		uint8_t *gid_index);
 struct ibv_ah *cm_dev_ah(struct cm_dev *d, const uint8_t dgid[16],
+		uint8_t sgid_index);
+/* the AH to answer a MAD from dgid; NULL (counted) if its neighbour is
+ * not known at once */
+struct ibv_ah *cm_dev_reply_ah(struct cm_dev *d, const uint8_t dgid[16],
 		uint8_t sgid_index);
 int cm_send_mad(struct cm_dev *d, struct ibv_ah *ah, const uint8_t *mad);
 void cm_dev_poll(struct cm_dev *d);

@@ -48,6 +48,7 @@ cm_counters(const char **names, uint64_t *values, unsigned int max)
 	PUT("disc_hold_expired", st.disc_hold_expired);
 	PUT("rej_sent", st.rej_sent);
 	PUT("rx_drop_orphan", st.rx_drop_orphan);
+	PUT("rx_drop_unresolved", st.rx_drop_unresolved);
 	PUT("rx_rej_retried", st.rx_rej_retried);
 	/* QPs of this process that took selective repeat through the CM */
 	PUT("sr_connections", sr_on);

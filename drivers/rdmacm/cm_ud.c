@@ -113,7 +113,9 @@ rx_sidr_req(struct cm_dev *d, const uint8_t sgid[16],
 	memcpy(mine, ip.dst, 16);
 	if (ip.ip_version == 4)	/* rdma_cm's header: IPv4 unmapped */
 		droce_gid_from_ipv4(mine, get_be32(ip.dst + 12));
-	ah = cm_dev_ah(d, sgid, cm_dev_gid_index(d, mine, sgid));
+	ah = cm_dev_reply_ah(d, sgid, cm_dev_gid_index(d, mine, sgid));
+	if (ah == NULL)
+		return;	/* no answer can reach the source yet */
 	l = cm_listener_of(d, r.service_id, mine);
 	/* the first copy to no listener only remembered, as a REQ's */
 	if (l == NULL && !cm_orphan_seen_before(sgid, r.request_id)) {

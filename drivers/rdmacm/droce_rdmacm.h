@@ -35,6 +35,10 @@ struct droce_cm_stats {
 					 * completions before the DREQ were
 					 * polled (cm_held.c) */
 	uint64_t disc_hold_expired;	/* ... and not polled in time */
+	uint64_t rx_drop_unresolved;	/* a MAD to answer from a source
+					 * whose neighbour is not known
+					 * (ARP/ND asked; the peer's
+					 * retransmission is answered) */
 };
 
 int droce_cm_stats_get(struct droce_cm_stats *st);

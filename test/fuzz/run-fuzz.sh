@@ -3,7 +3,8 @@
 # run-fuzz.sh FUZZER SECONDS [PCAP... | SEEDER] : seed a corpus with the
 # frames of the captures, or with what the program SEEDER writes into the
 # seeds directory it is given; run libFuzzer for a bounded time; any
-# crash, leak or timeout fails the test.
+# crash, leak or timeout (an input over FUZZ_UNIT_TIMEOUT seconds, 10 by
+# default) fails the test.
 set -euo pipefail
 fuzzer=$1 secs=$2; shift 2
 work=$(mktemp -d /tmp/droce-fuzz.XXXXXX)
@@ -16,7 +17,8 @@ elif [ $# -gt 0 ]; then
 fi
 echo "seeded $(ls "$work/seeds" | wc -l) frames; fuzzing for ${secs}s"
 cd "$work"
-"$fuzzer" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
+"$fuzzer" -max_total_time="$secs" -timeout="${FUZZ_UNIT_TIMEOUT:-10}" \
+	-rss_limit_mb=2048 \
 	-print_final_stats=1 -artifact_prefix="$work/" \
 	"$work/corpus" "$work/seeds" 2>&1 | tail -25
 rc=${PIPESTATUS[0]}
