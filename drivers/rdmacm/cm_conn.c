@@ -266,15 +266,17 @@ rx_dreq(struct cm_dev *d, const uint8_t sgid[16], const struct cm_mad_hdr *h,
 {
 	struct cm_id_priv *p = find_by_local(s->remote_comm_id);
 	uint8_t mad[CM_MAD_LEN];
+	struct ibv_ah *ah;
 
 	if (p == NULL || p->remote_comm_id != s->local_comm_id ||
 			(p->qpn != 0 && s->remote_qpn != p->qpn)) {
 		/* the spec answers a DREQ to nobody with a DREP */
 		if (!cm_linger_answered(s->remote_comm_id))
 			cm.st.rx_drop_unknown++;
-		cm_send_simple(d, cm_dev_reply_ah(d, sgid,
-			cm_dev_gid_index(d, NULL, sgid)),
-			h->tid, CM_ATTR_DREP, s->remote_comm_id,
+		ah = cm_dev_reply_ah(d, sgid, cm_dev_gid_index(d, NULL, sgid));
+		if (ah == NULL)
+			return;	/* no answer can reach the source yet */
+		cm_send_simple(d, ah, h->tid, CM_ATTR_DREP, s->remote_comm_id,
 			s->local_comm_id, 0, mad);
 		return;
 	}

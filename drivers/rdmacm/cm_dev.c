@@ -315,6 +315,18 @@ ah_room(struct cm_dev *d)
 	return 0;
 }
 
+/* The cached AH to dgid, or NULL. */
+static struct ibv_ah *
+ah_cached(const struct cm_dev *d, const uint8_t dgid[16])
+{
+	uint32_t i;
+
+	for (i = 0; i < d->nah; i++)
+		if (memcmp(d->ahs[i].gid, dgid, 16) == 0)
+			return d->ahs[i].ah;
+	return NULL;
+}
+
 /*
  * An AH to a peer, kept while there is room (a peer's CM traffic is
  * rare and repeats). Creating one may wait for ARP: the lock is held
@@ -324,12 +336,10 @@ struct ibv_ah *
 cm_dev_ah(struct cm_dev *d, const uint8_t dgid[16], uint8_t sgid_index)
 {
 	struct ibv_ah_attr a;
-	struct ibv_ah *ah;
-	uint32_t i;
+	struct ibv_ah *ah = ah_cached(d, dgid);
 
-	for (i = 0; i < d->nah; i++)
-		if (memcmp(d->ahs[i].gid, dgid, 16) == 0)
-			return d->ahs[i].ah;
+	if (ah != NULL)
+		return ah;
 	if (ah_room(d) != 0)
 		return NULL;
 	memset(&a, 0, sizeof(a));
@@ -359,11 +369,10 @@ cm_dev_ah(struct cm_dev *d, const uint8_t dgid[16], uint8_t sgid_index)
 struct ibv_ah *
 cm_dev_reply_ah(struct cm_dev *d, const uint8_t dgid[16], uint8_t sgid_index)
 {
-	uint32_t i;
+	struct ibv_ah *ah = ah_cached(d, dgid);
 
-	for (i = 0; i < d->nah; i++)
-		if (memcmp(d->ahs[i].gid, dgid, 16) == 0)
-			return d->ahs[i].ah;
+	if (ah != NULL)
+		return ah;
 	if (droce_resolve_gid(d->verbs, dgid, CM_REPLY_RESOLVE_MS) != 0) {
 		cm.st.rx_drop_unresolved++;
 		return NULL;
